@@ -1,0 +1,127 @@
+"""One typed configuration object, assembled from a TOML file, `MEMPROC_*` variables and flags.
+
+Precedence rises in that order. Each layer is validated on its own before merging so that an
+error names both the key and where it came from; the merged result is validated once more so
+cross-field rules hold whatever the mix of sources.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+ENV_PREFIX = "MEMPROC_"
+MiB = 1024 * 1024
+
+
+class ConfigError(Exception):
+    """A setting is unknown, of the wrong type or out of range; the message names it."""
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Every setting memproc reads. Field names are the TOML keys; env names are upper-cased."""
+
+    db: str = "memory.db"
+    project: str | None = None
+    scopes: list[str] = []
+    workers: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+    max_pending: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 256
+    max_line_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1024 * MiB)] = 8 * MiB
+    max_content_chars: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)] = 100_000
+    max_metadata_bytes: Annotated[int, msgspec.Meta(ge=2, le=16 * MiB)] = 64 * 1024
+    busy_timeout_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 5_000
+    shutdown_deadline_s: Annotated[float, msgspec.Meta(gt=0, le=600)] = 5.0
+    synchronous: Literal["normal", "full", "extra"] = "full"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+def _field_names() -> set[str]:
+    return {field.name for field in msgspec.structs.fields(Config)}
+
+
+def _validate_layer(values: Mapping[str, Any], where: str, *, strict: bool) -> dict[str, Any]:
+    try:
+        msgspec.convert(dict(values), Config, strict=strict)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid setting {where}: {_describe(exc)}") from None
+    return dict(values)
+
+
+def _describe(exc: msgspec.ValidationError) -> str:
+    """Turn msgspec's "... - at `$.workers`" into "`workers`: ..." so the key comes first."""
+    text = str(exc)
+    message, sep, location = text.rpartition(" - at `$.")
+    if sep:
+        return f"`{location.rstrip('`')}`: {message}"
+    return text
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """`MEMPROC_WORKERS=4` -> {"workers": "4"}; lists are JSON arrays or a single value."""
+    known = _field_names()
+    values: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        if key not in known:
+            raise ConfigError(f"unknown setting in environment: {name}")
+        values[key] = _env_value(key, raw)
+    return values
+
+
+def _env_value(key: str, raw: str) -> Any:
+    if key != "scopes":
+        return raw
+    if raw.lstrip().startswith("["):
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            raise ConfigError(
+                f"invalid setting in environment: `{key}`: not a JSON array"
+            ) from None
+    return [raw]
+
+
+def load_config(
+    *,
+    config_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Config:
+    """Merge file < environment < flags, validating each layer and then the whole."""
+    merged: dict[str, Any] = {}
+    if config_file is not None:
+        merged |= _validate_layer(read_toml(config_file), f"in {config_file}", strict=True)
+    env_values = read_env(os.environ if environ is None else environ)
+    merged |= _validate_layer(env_values, "in environment", strict=False)
+    flag_values = {k: v for k, v in (flags or {}).items() if v is not None}
+    merged |= _validate_layer(flag_values, "on the command line", strict=True)
+    try:
+        config = msgspec.convert(merged, Config, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid setting: {_describe(exc)}") from None
+    return _resolve_project(config)
+
+
+def _resolve_project(config: Config) -> Config:
+    if config.project is None:
+        return config
+    path = os.path.realpath(config.project)
+    if not os.path.isdir(path):
+        raise ConfigError(f"invalid setting `project`: not a directory: {config.project}")
+    return msgspec.structs.replace(config, project=path)

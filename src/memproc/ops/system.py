@@ -1,0 +1,83 @@
+"""Connection-level methods: initialize, ping, server.info and cancellation."""
+
+from __future__ import annotations
+
+from memproc import __version__
+from memproc.errors import InvalidParams
+from memproc.ops.context import OpContext
+from memproc.protocol.messages import (
+    CancelledNotificationParams,
+    CancelParams,
+    CancelResult,
+    ComponentState,
+    InitializeParams,
+    InitializeResult,
+    PingParams,
+    PingResult,
+    ServerIdentity,
+    ServerInfoParams,
+    ServerInfoResult,
+)
+
+SERVER_NAME = "memproc"
+PROTOCOL_VERSION = "1.0"
+SUPPORTED_PROTOCOL_VERSIONS = (PROTOCOL_VERSION,)
+
+
+def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
+    if params.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
+        raise InvalidParams(
+            "unsupported protocol version",
+            path="$.params.protocolVersion",
+            supported=list(SUPPORTED_PROTOCOL_VERSIONS),
+        )
+    return InitializeResult(
+        protocol_version=PROTOCOL_VERSION,
+        server_info=ServerIdentity(name=SERVER_NAME, version=__version__),
+        capabilities={
+            "cancellation": ["$/cancelRequest", "notifications/cancelled"],
+            "scopes": {"default": ctx.runtime.scopes.default, "restricted": _restricted(ctx)},
+            "search": {"modes": ["lexical"]},
+        },
+    )
+
+
+def _restricted(ctx: OpContext) -> bool:
+    return ctx.runtime.scopes.allowed is not None
+
+
+def ping(ctx: OpContext, params: PingParams) -> PingResult:
+    return PingResult()
+
+
+def server_info(ctx: OpContext, params: ServerInfoParams) -> ServerInfoResult:
+    config = ctx.runtime.config
+    state, reason = ctx.runtime.store_state()
+    return ServerInfoResult(
+        name=SERVER_NAME,
+        version=__version__,
+        protocol_version=PROTOCOL_VERSION,
+        methods=ctx.runtime.method_catalog(),
+        limits={
+            "max_line_bytes": config.max_line_bytes,
+            "max_pending": config.max_pending,
+            "workers": config.workers,
+            "max_content_chars": config.max_content_chars,
+            "max_metadata_bytes": config.max_metadata_bytes,
+            "busy_timeout_ms": config.busy_timeout_ms,
+            "shutdown_deadline_s": config.shutdown_deadline_s,
+        },
+        components={
+            "store": ComponentState(state=state, reason=reason),  # type: ignore[arg-type]
+            "embedder": ComponentState(state="absent", reason="no embedder installed"),
+            "reranker": ComponentState(state="absent", reason="no reranker installed"),
+        },
+    )
+
+
+def cancel_request(ctx: OpContext, params: CancelParams) -> CancelResult:
+    return CancelResult(cancelled=ctx.runtime.cancel_request(params.id))
+
+
+def cancelled_notification(ctx: OpContext, params: CancelledNotificationParams) -> CancelResult:
+    return CancelResult(cancelled=ctx.runtime.cancel_request(params.request_id))

@@ -1,0 +1,175 @@
+"""Bytes -> response bytes, in two decoding stages so every error code is exact.
+
+Stage one reads the envelope (-32700 for bad JSON, -32600 for a bad envelope, -32601 for an
+unknown method) and stage two the params (-32602 with a `$.params...` path). Nothing outside
+`protocol/` decodes JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from memproc.errors import InvalidParams, InvalidRequest, MemprocError, MethodNotFound, ParseError
+from memproc.ops.context import OpContext
+from memproc.protocol.envelope import ErrorResponse, RequestId, SuccessResponse
+from memproc.protocol.errors import to_error_object
+from memproc.protocol.methods import METHOD_TABLE, Method
+
+log = logging.getLogger("memproc.dispatch")
+
+_ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
+_MISSING = object()
+_encoder = msgspec.json.Encoder()
+_members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_id_decoder = msgspec.json.Decoder(RequestId)
+_AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A request (or notification) whose envelope is valid and whose method exists."""
+
+    method: Method
+    id: Any  # int | str, or _MISSING for a notification
+    raw_params: bytes
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is _MISSING
+
+
+class EnvelopeError(Exception):
+    """Stage one failed; `response` is the encoded error line (None for a notification)."""
+
+    def __init__(self, response: bytes | None) -> None:
+        super().__init__("invalid envelope")
+        self.response = response
+
+
+def parse_envelope(line: bytes) -> Incoming:
+    """Stage one. Raises EnvelopeError carrying the response to send."""
+    members = _decode_members(line)
+    request_id = _decode_id(members)
+    try:
+        if _raw_text(members, "jsonrpc") != '"2.0"':
+            raise InvalidRequest('jsonrpc must be "2.0"')
+        unknown = sorted(set(members) - _ENVELOPE_MEMBERS)
+        if unknown:
+            raise InvalidRequest("unknown envelope members", members=unknown[:8])
+        method_name = _decode_method(members)
+        method = METHOD_TABLE.get(method_name)
+        if method is None:
+            raise MethodNotFound("method not found", method=method_name[:128])
+    except MemprocError as exc:
+        notification = request_id is _MISSING and not isinstance(exc, InvalidRequest)
+        response = None if notification else error_line(_id_or_none(request_id), exc)
+        raise EnvelopeError(response) from None
+    params = members.get("params")
+    return Incoming(
+        method=method, id=request_id, raw_params=b"{}" if params is None else bytes(params)
+    )
+
+
+def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
+    try:
+        return _members_decoder.decode(line)
+    except msgspec.ValidationError:
+        raise EnvelopeError(
+            error_line(None, InvalidRequest("a request must be a JSON object"))
+        ) from None
+    except msgspec.DecodeError:
+        raise EnvelopeError(error_line(None, ParseError("invalid JSON"))) from None
+    except RecursionError:
+        raise EnvelopeError(error_line(None, ParseError("JSON nests too deeply"))) from None
+
+
+def _decode_id(members: dict[str, msgspec.Raw]) -> Any:
+    raw = members.get("id")
+    if raw is None:
+        return _MISSING
+    try:
+        return _id_decoder.decode(raw)
+    except msgspec.ValidationError:
+        message = "id must be a string or an integer"
+        raise EnvelopeError(error_line(None, InvalidRequest(message))) from None
+
+
+def _decode_method(members: dict[str, msgspec.Raw]) -> str:
+    raw = members.get("method")
+    if raw is None:
+        raise InvalidRequest("method is required")
+    try:
+        return msgspec.json.decode(raw, type=str)
+    except msgspec.ValidationError:
+        raise InvalidRequest("method must be a string") from None
+
+
+def _raw_text(members: dict[str, msgspec.Raw], name: str) -> str | None:
+    raw = members.get(name)
+    return None if raw is None else bytes(raw).decode("utf-8", "replace").strip()
+
+
+def _id_or_none(request_id: Any) -> Any:
+    return None if request_id is _MISSING else request_id
+
+
+def decode_params(incoming: Incoming) -> Any:
+    """Stage two: params into the method's type. `null` or absent params mean `{}`."""
+    raw = incoming.raw_params
+    if raw.strip() == b"null":
+        raw = b"{}"
+    try:
+        return msgspec.json.decode(raw, type=incoming.method.params)
+    except msgspec.ValidationError as exc:
+        raise _invalid_params(str(exc)) from None
+    except RecursionError:
+        raise InvalidParams("params nest too deeply") from None
+
+
+def _invalid_params(text: str) -> InvalidParams:
+    match = _AT_PATH.search(text)
+    if match is None:
+        message = "params must be an object" if "got `array`" in text else text
+        return InvalidParams(message, path="$.params")
+    return InvalidParams(text[: match.start()], path="$.params" + match.group("path"))
+
+
+def execute(incoming: Incoming, ctx: OpContext) -> bytes | None:
+    """Stage two and the handler call. Returns the response line, or None for a notification."""
+    started = time.perf_counter()
+    try:
+        result = incoming.method.handler(ctx, decode_params(incoming))
+    except Exception as exc:
+        response = error_line(_id_or_none(incoming.id), exc)
+        outcome = getattr(exc, "kind", "internal_error")
+    else:
+        response = success_line(incoming.id, result)
+        outcome = "ok"
+    log.debug(
+        "request",
+        extra={
+            "method": incoming.method.name,
+            "outcome": outcome,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
+    return None if incoming.is_notification else response
+
+
+def success_line(request_id: Any, result: Any) -> bytes:
+    return _encoder.encode(SuccessResponse(id=request_id, result=result)) + b"\n"
+
+
+def error_line(request_id: Any, exc: BaseException) -> bytes:
+    return _encoder.encode(ErrorResponse(id=request_id, error=to_error_object(exc))) + b"\n"
+
+
+def missing_id() -> Any:
+    """The sentinel a notification carries in `Incoming.id`."""
+    return _MISSING

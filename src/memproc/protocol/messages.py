@@ -1,0 +1,228 @@
+"""Params and results of every method: the typed contract from which `schemas/` is generated.
+
+Params reject unknown fields so a misspelt option is an error, not silently ignored. Result
+types only ever gain fields with defaults, so older clients keep decoding them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+Kind = Literal["fact", "decision", "error", "preference", "note", "episode"]
+Status = Literal["active", "challenged", "superseded", "invalidated", "forgotten"]
+SearchMode = Literal["lexical", "dense", "hybrid"]
+
+Scope = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=512,
+        description="A project scope: any non-empty string; absolute paths are canonicalized.",
+    ),
+]
+MemoryId = Annotated[str, Meta(min_length=1, max_length=64)]
+Tag = Annotated[str, Meta(min_length=1, max_length=128)]
+ShortText = Annotated[str, Meta(max_length=512)]
+Reason = Annotated[str, Meta(min_length=1, max_length=4096)]
+Content = Annotated[
+    str, Meta(min_length=1, description="Bounded by the server's `max_content_chars` limit.")
+]
+Importance = Annotated[float, Meta(ge=0.0, le=1.0)]
+Limit = Annotated[int, Meta(ge=1, le=200)]
+Cursor = Annotated[str, Meta(min_length=1, max_length=256)]
+
+
+class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base of every params type."""
+
+
+class Result(msgspec.Struct, kw_only=True):
+    """Base of every result type."""
+
+
+# -- lifecycle of the connection ---------------------------------------------------------
+
+
+class ClientInfo(msgspec.Struct, kw_only=True):
+    name: ShortText
+    version: ShortText | None = None
+
+
+class InitializeParams(Params, kw_only=True):
+    protocol_version: ShortText = msgspec.field(name="protocolVersion")
+    client_info: ClientInfo | None = msgspec.field(default=None, name="clientInfo")
+    capabilities: dict[str, Any] = {}
+
+
+class ServerIdentity(msgspec.Struct, kw_only=True):
+    name: str
+    version: str
+
+
+class InitializeResult(Result, kw_only=True):
+    protocol_version: str = msgspec.field(name="protocolVersion")
+    server_info: ServerIdentity = msgspec.field(name="serverInfo")
+    capabilities: dict[str, Any]
+
+
+class PingParams(Params, kw_only=True):
+    pass
+
+
+class PingResult(Result, kw_only=True):
+    pass
+
+
+class ServerInfoParams(Params, kw_only=True):
+    pass
+
+
+class MethodInfo(msgspec.Struct, kw_only=True):
+    name: str
+    params_schema: dict[str, Any]
+
+
+class ComponentState(msgspec.Struct, kw_only=True):
+    state: Literal["absent", "loading", "ready", "failed"]
+    reason: str | None = None
+    detail: dict[str, Any] = {}
+
+
+class ServerInfoResult(Result, kw_only=True):
+    name: str
+    version: str
+    protocol_version: str
+    methods: list[MethodInfo]
+    limits: dict[str, int | float]
+    components: dict[str, ComponentState]
+
+
+class CancelParams(Params, kw_only=True):
+    """`$/cancelRequest` (LSP style)."""
+
+    id: int | str
+
+
+class CancelledNotificationParams(Params, kw_only=True):
+    """`notifications/cancelled` (MCP style)."""
+
+    request_id: int | str = msgspec.field(name="requestId")
+    reason: ShortText | None = None
+
+
+class CancelResult(Result, kw_only=True):
+    cancelled: bool
+
+
+# -- memories ----------------------------------------------------------------------------
+
+
+class Source(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Where a memory came from, as the harness reports it."""
+
+    harness: ShortText | None = None
+    session: ShortText | None = None
+    tool: ShortText | None = None
+    file: ShortText | None = None
+
+
+class Memory(msgspec.Struct, kw_only=True):
+    id: str
+    scope: str
+    kind: Kind
+    content: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    source: Source
+    importance: float
+    status: Status
+    created_at: str
+    updated_at: str
+
+
+class RememberParams(Params, kw_only=True):
+    scope: Scope | None = None
+    kind: Kind
+    content: Content
+    tags: Annotated[list[Tag], Meta(max_length=64)] = []
+    metadata: dict[str, Any] = {}
+    source: Source | None = None
+    importance: Importance = 0.5
+    client_token: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
+
+
+class RememberResult(Result, kw_only=True):
+    id: str
+    created: bool
+
+
+class GetParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+
+
+class GetResult(Result, kw_only=True):
+    memory: Memory
+
+
+class ListParams(Params, kw_only=True):
+    scope: Scope | None = None
+    kinds: Annotated[list[Kind], Meta(min_length=1)] | None = None
+    limit: Limit = 50
+    cursor: Cursor | None = None
+
+
+class ListResult(Result, kw_only=True):
+    items: list[Memory]
+    next_cursor: str | None = None
+
+
+class ForgetParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+    reason: Reason | None = None
+
+
+class ForgetResult(Result, kw_only=True):
+    id: str
+    status: Status
+    changed: bool
+
+
+class SearchParams(Params, kw_only=True):
+    scope: Scope | None = None
+    scopes: Annotated[list[Scope], Meta(min_length=1, max_length=32)] | None = None
+    query: Annotated[str, Meta(min_length=1, max_length=8192)]
+    limit: Annotated[int, Meta(ge=1, le=100)] = 10
+    kinds: Annotated[list[Kind], Meta(min_length=1)] | None = None
+
+
+class StageRanks(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """1-based rank of a hit in each retrieval stage that saw it."""
+
+    lexical: int | None = None
+    dense: int | None = None
+    fused: int | None = None
+    rerank: int | None = None
+
+
+class SearchHit(msgspec.Struct, kw_only=True):
+    id: str
+    scope: str
+    kind: Kind
+    content: str
+    score: float
+    status: Status
+    created_at: str
+    tags: list[str]
+    source: Source
+    ranks: StageRanks = msgspec.field(default_factory=StageRanks)
+
+
+class SearchResult(Result, kw_only=True):
+    results: list[SearchHit]
+    mode: SearchMode
+    degraded: str | None = None

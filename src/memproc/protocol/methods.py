@@ -1,0 +1,63 @@
+"""The one explicit method table: wire name -> params type, result type, handler.
+
+A test holds this table, the request union's tags and the files in `schemas/` to each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import msgspec
+
+from memproc.ops import memory, system
+from memproc.ops.context import OpContext
+from memproc.protocol import messages as m
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    params: type[m.Params]
+    result: type[m.Result]
+    handler: Callable[[OpContext, Any], m.Result]
+    # Inline methods run on the reader thread, ahead of any queue: they must be instant and
+    # touch no storage, so that ping answers at once however busy the workers are.
+    inline: bool = False
+
+
+METHODS: tuple[Method, ...] = (
+    Method("initialize", m.InitializeParams, m.InitializeResult, system.initialize, inline=True),
+    Method("ping", m.PingParams, m.PingResult, system.ping, inline=True),
+    Method("server.info", m.ServerInfoParams, m.ServerInfoResult, system.server_info, inline=True),
+    Method("$/cancelRequest", m.CancelParams, m.CancelResult, system.cancel_request, inline=True),
+    Method(
+        "notifications/cancelled",
+        m.CancelledNotificationParams,
+        m.CancelResult,
+        system.cancelled_notification,
+        inline=True,
+    ),
+    Method("memory.remember", m.RememberParams, m.RememberResult, memory.remember),
+    Method("memory.get", m.GetParams, m.GetResult, memory.get),
+    Method("memory.list", m.ListParams, m.ListResult, memory.list_memories),
+    Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
+    Method("memory.search", m.SearchParams, m.SearchResult, memory.search),
+)
+
+METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}
+
+
+@cache
+def method_catalog() -> list[m.MethodInfo]:
+    """Every method with the JSON Schema of its params, as `server.info` reports them."""
+    return [
+        m.MethodInfo(name=method.name, params_schema=params_schema(method.params))
+        for method in METHODS
+    ]
+
+
+def params_schema(params_type: type[m.Params]) -> dict[str, Any]:
+    return msgspec.json.schema(params_type)

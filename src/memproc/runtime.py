@@ -1,0 +1,72 @@
+"""Long-lived state shared by every request: configuration, scope policy and the store.
+
+The store is opened at start-up, but a failure to open it does not stop the process: the
+harness gets typed `storage_unavailable` errors instead of a dead pipe, and each later request
+tries to open it again, so an operator's fix takes effect without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from memproc.config import Config
+from memproc.errors import MemprocError, StorageUnavailable
+from memproc.scopes import ScopePolicy
+from memproc.store import Store
+from memproc.store.connection import ConnectionSettings
+
+log = logging.getLogger("memproc.runtime")
+
+
+class Runtime:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.scopes = ScopePolicy(config.project, config.scopes)
+        self._store: Store | None = None
+        self._store_error: MemprocError | None = None
+        self._store_lock = threading.Lock()
+        # Filled in by the transport, which alone knows the requests in flight.
+        self.cancel_request: Callable[[Any], bool] = lambda request_id: False
+        # Filled in by dispatch, which owns the method table (ops must not import it).
+        self.method_catalog: Callable[[], list[Any]] = list
+
+    def open_store(self) -> None:
+        """Try to open the store now; remember why if it fails."""
+        with self._store_lock:
+            if self._store is not None:
+                return
+            settings = ConnectionSettings(
+                busy_timeout_ms=self.config.busy_timeout_ms,
+                synchronous=self.config.synchronous,
+            )
+            try:
+                self._store = Store(self.config.db, settings)
+                self._store_error = None
+            except MemprocError as exc:
+                self._store_error = exc
+                log.error("store unavailable", extra={"reason": exc.data.get("reason")})
+
+    def store(self) -> Store:
+        if self._store is None:
+            self.open_store()
+        if self._store is None:
+            error = self._store_error
+            if error is not None:
+                raise error
+            raise StorageUnavailable("storage unavailable", reason="not_open")
+        return self._store
+
+    def store_state(self) -> tuple[str, str | None]:
+        if self._store is not None:
+            return "ready", None
+        reason = None if self._store_error is None else self._store_error.data.get("reason")
+        return "failed", reason
+
+    def close(self) -> None:
+        with self._store_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None

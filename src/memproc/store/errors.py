@@ -1,0 +1,93 @@
+"""The one place where APSW's exceptions become memproc errors.
+
+Every `apsw.Error` subclass is listed explicitly (a test walks them), so a new SQLite failure
+mode never reaches a client as an untyped crash or with SQL in its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import apsw
+
+from memproc.errors import (
+    Cancelled,
+    Conflict,
+    InternalError,
+    MemprocError,
+    RequestTooLarge,
+    StorageBusy,
+    StorageUnavailable,
+)
+
+
+def _unavailable(reason: str) -> Callable[[], MemprocError]:
+    return lambda: StorageUnavailable(
+        f"storage unavailable: {reason.replace('_', ' ')}", reason=reason
+    )
+
+
+def _internal() -> MemprocError:
+    return InternalError("internal storage error")
+
+
+APSW_ERROR_MAP: dict[type[apsw.Error], Callable[[], MemprocError]] = {
+    apsw.BusyError: lambda: StorageBusy("database is busy; retry"),
+    apsw.LockedError: lambda: StorageBusy("database table is locked; retry"),
+    apsw.InterruptError: lambda: Cancelled("request cancelled"),
+    apsw.ConstraintError: lambda: Conflict("the write conflicts with stored data"),
+    apsw.TooBigError: lambda: RequestTooLarge("value too large for storage"),
+    apsw.FullError: _unavailable("disk_full"),
+    apsw.ReadOnlyError: _unavailable("read_only"),
+    apsw.PermissionsError: _unavailable("permission_denied"),
+    apsw.CantOpenError: _unavailable("cannot_open"),
+    apsw.AuthError: _unavailable("not_authorized"),
+    apsw.CorruptError: _unavailable("corrupt"),
+    apsw.NotADBError: _unavailable("not_a_database"),
+    apsw.FormatError: _unavailable("corrupt"),
+    apsw.IOError: _unavailable("io_error"),
+    apsw.NoMemError: _unavailable("out_of_memory"),
+    apsw.NoLFSError: _unavailable("large_files_unsupported"),
+    apsw.ProtocolError: _unavailable("locking_protocol"),
+    apsw.ExtensionLoadingError: _unavailable("extension_not_loaded"),
+    apsw.NoFTS5Error: _unavailable("fts5_missing"),
+    apsw.AbortError: _internal,
+    apsw.BindingsError: _internal,
+    apsw.ConnectionClosedError: _internal,
+    apsw.ConnectionNotClosedError: _internal,
+    apsw.CursorClosedError: _internal,
+    apsw.EmptyError: _internal,
+    apsw.ExecutionCompleteError: _internal,
+    apsw.ForkingViolationError: _internal,
+    apsw.IncompleteExecutionError: _internal,
+    apsw.InternalError: _internal,
+    apsw.InvalidContextError: _internal,
+    apsw.MismatchError: _internal,
+    apsw.MisuseError: _internal,
+    apsw.NotFoundError: _internal,
+    apsw.RangeError: _internal,
+    apsw.SQLError: _internal,
+    apsw.SchemaChangeError: _internal,
+    apsw.ThreadingViolationError: _internal,
+    apsw.VFSFileClosedError: _internal,
+    apsw.VFSNotImplementedError: _internal,
+    apsw.Error: _internal,
+}
+
+
+def map_apsw_error(exc: apsw.Error) -> MemprocError:
+    for cls in type(exc).__mro__:
+        factory = APSW_ERROR_MAP.get(cls)
+        if factory is not None:
+            return factory()
+    return _internal()
+
+
+@contextmanager
+def storage_errors() -> Iterator[None]:
+    """Re-raise any APSW exception as its memproc error, keeping the original as the cause."""
+    try:
+        yield
+    except apsw.Error as exc:
+        raise map_apsw_error(exc) from exc

@@ -1,0 +1,162 @@
+"""SQL for memories. Functions take an open connection so the caller decides the transaction."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+import orjson
+
+from memproc.clock import now_rfc3339
+from memproc.ids import uuid7
+from memproc.store.records import SEARCHABLE_STATUSES, MemoryRecord, NewMemory, SearchRow
+
+_COLUMNS = (
+    "seq, id, scope, kind, content, tags, metadata, source, importance, status, "
+    "created_at, updated_at"
+)
+# FTS5 column weights for bm25(): content, then tags.
+_BM25_WEIGHTS = "10.0, 3.0"
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    seq, id_, scope, kind, content, tags, metadata, source, importance, status, c_at, u_at = row
+    return MemoryRecord(
+        seq=seq,
+        id=id_,
+        scope=scope,
+        kind=kind,
+        content=content,
+        tags=orjson.loads(tags),
+        metadata=orjson.loads(metadata),
+        source=orjson.loads(source),
+        importance=importance,
+        status=status,
+        created_at=c_at,
+        updated_at=u_at,
+    )
+
+
+def find_by_client_token(conn: apsw.Connection, scope: str, token: str) -> str | None:
+    row = conn.execute(
+        "SELECT id FROM memories WHERE scope = ? AND client_token = ?", (scope, token)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def find_live_duplicate(conn: apsw.Connection, new: NewMemory) -> str | None:
+    """The id of a live memory with exactly this content in this scope and kind, if any."""
+    row = conn.execute(
+        "SELECT id FROM memories WHERE scope = ? AND kind = ? AND content_sha256 = ? "
+        "AND content = ? AND status IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT 1",
+        (
+            new.scope,
+            new.kind,
+            content_hash(new.content),
+            new.content,
+            orjson.dumps(SEARCHABLE_STATUSES).decode(),
+        ),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def insert(conn: apsw.Connection, new: NewMemory) -> str:
+    memory_id = uuid7()
+    now = now_rfc3339()
+    conn.execute(
+        "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
+        "importance, status, client_token, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+        (
+            memory_id,
+            new.scope,
+            new.kind,
+            new.content,
+            content_hash(new.content),
+            orjson.dumps(new.tags).decode(),
+            orjson.dumps(new.metadata).decode(),
+            orjson.dumps(new.source).decode(),
+            new.importance,
+            new.client_token,
+            now,
+            now,
+        ),
+    )
+    return memory_id
+
+
+def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (scope, memory_id)
+    ).fetchone()
+    return None if row is None else _record(row)
+
+
+def list_page(
+    conn: apsw.Connection,
+    scope: str,
+    *,
+    kinds: Sequence[str] | None,
+    before_seq: int | None,
+    limit: int,
+) -> list[MemoryRecord]:
+    """Newest first, excluding forgotten memories; keyset pagination on `seq`."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE scope = :scope AND status != 'forgotten' "
+        "AND (:before IS NULL OR seq < :before) "
+        "AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds))) "
+        "ORDER BY seq DESC LIMIT :limit",
+        {
+            "scope": scope,
+            "before": before_seq,
+            "kinds": None if kinds is None else orjson.dumps(list(kinds)).decode(),
+            "limit": limit,
+        },
+    ).fetchall()
+    return [_record(row) for row in rows]
+
+
+def set_status(
+    conn: apsw.Connection, scope: str, memory_id: str, status: str, reason: str | None
+) -> None:
+    conn.execute(
+        "UPDATE memories SET status = ?, status_reason = ?, updated_at = ? "
+        "WHERE scope = ? AND id = ?",
+        (status, reason, now_rfc3339(), scope, memory_id),
+    )
+
+
+def search_lexical(
+    conn: apsw.Connection,
+    match: str,
+    *,
+    scopes: Sequence[str],
+    kinds: Sequence[str] | None,
+    limit: int,
+) -> list[SearchRow]:
+    """bm25-ranked FTS5 matches; inactive memories are filtered before the limit applies,
+    so they never take a candidate slot."""
+    columns = ", ".join(f"m.{name.strip()}" for name in _COLUMNS.split(","))
+    rows = conn.execute(
+        f"SELECT {columns}, bm25(memories_fts, {_BM25_WEIGHTS}) AS score "
+        "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
+        "WHERE memories_fts MATCH :match "
+        "AND m.scope IN (SELECT value FROM json_each(:scopes)) "
+        "AND m.status IN (SELECT value FROM json_each(:statuses)) "
+        "AND (:kinds IS NULL OR m.kind IN (SELECT value FROM json_each(:kinds))) "
+        "ORDER BY score LIMIT :limit",
+        {
+            "match": match,
+            "scopes": orjson.dumps(list(scopes)).decode(),
+            "statuses": orjson.dumps(SEARCHABLE_STATUSES).decode(),
+            "kinds": None if kinds is None else orjson.dumps(list(kinds)).decode(),
+            "limit": limit,
+        },
+    ).fetchall()
+    return [SearchRow(record=_record(row[:-1]), bm25=float(row[-1])) for row in rows]

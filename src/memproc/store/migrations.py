@@ -1,0 +1,98 @@
+"""Schema migrations, tracked by `PRAGMA user_version`, one transaction per step.
+
+A step is applied only by the process that takes the write lock first; others see the new
+version when they look again inside their own `BEGIN IMMEDIATE`. A database whose version is
+newer than this code is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from memproc.errors import StorageUnavailable
+
+_MEMORIES_V1 = """
+CREATE TABLE memories (
+    seq            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    scope          TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    content        TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    tags           TEXT NOT NULL,
+    metadata       TEXT NOT NULL,
+    source         TEXT NOT NULL,
+    importance     REAL NOT NULL CHECK (importance >= 0 AND importance <= 1),
+    status         TEXT NOT NULL,
+    status_reason  TEXT,
+    client_token   TEXT,
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX memories_by_scope ON memories (scope, seq);
+CREATE INDEX memories_by_content ON memories (scope, kind, content_sha256);
+CREATE UNIQUE INDEX memories_by_client_token
+    ON memories (scope, client_token) WHERE client_token IS NOT NULL;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, tags,
+    content = 'memories', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content, tags) VALUES (new.seq, new.content, new.tags);
+END;
+
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags)
+    VALUES ('delete', old.seq, old.content, old.tags);
+END;
+
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, tags ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags)
+    VALUES ('delete', old.seq, old.content, old.tags);
+    INSERT INTO memories_fts (rowid, content, tags) VALUES (new.seq, new.content, new.tags);
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1,)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return int(conn.pragma("user_version"))
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Bring the database up to LATEST_VERSION; returns the version found before."""
+    found = schema_version(conn)
+    _refuse_newer(found)
+    for target in range(found + 1, LATEST_VERSION + 1):
+        _apply(conn, target)
+    return found
+
+
+def _refuse_newer(version: int) -> None:
+    if version > LATEST_VERSION:
+        raise StorageUnavailable(
+            "database was written by a newer memproc",
+            reason="schema_too_new",
+            schema_version=version,
+            supported_version=LATEST_VERSION,
+        )
+
+
+def _apply(conn: apsw.Connection, target: int) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = schema_version(conn)
+        _refuse_newer(current)
+        if current == target - 1:
+            conn.execute(MIGRATIONS[target - 1])
+            conn.pragma("user_version", target)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
