@@ -159,4 +159,4 @@ def search_lexical(
             "limit": limit,
         },
     ).fetchall()
-    return [SearchRow(record=_record(row[:-1]), bm25=float(row[-1])) for row in rows]
+    return [SearchRow(record=_record(row[:-1]), bm25=row[-1]) for row in rows]

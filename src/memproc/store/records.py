@@ -38,4 +38,4 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
 
 class SearchRow(msgspec.Struct, frozen=True):
     record: MemoryRecord
-    bm25: float
+    bm25: Any  # a float from SQLite's bm25()
