@@ -6,11 +6,13 @@ the same steps in the same order, so behaviour never depends on which connection
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import apsw
-import sqlite_vec
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,23 @@ def enable_secure_delete(conn: apsw.Connection, settings: ConnectionSettings) ->
     conn.pragma("secure_delete", True)
 
 
+@cache
+def sqlite_vec_path() -> str:
+    """Where the sqlite-vec extension lies. `sqlite_vec.loadable_path()` would tell us too, but
+    importing that package imports numpy (about 50 ms of start-up); the extension sits beside
+    its `__init__.py`, so find it without importing anything."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise apsw.ExtensionLoadingError("the sqlite-vec package is not installed")
+    return os.path.join(spec.submodule_search_locations[0], "vec0")
+
+
 def load_sqlite_vec(conn: apsw.Connection, settings: ConnectionSettings) -> None:
     """Dense vectors live in sqlite-vec's vec0 tables; the extension must be on every connection
     that may read or write them. Loading is re-disabled straight after for safety."""
     conn.enable_load_extension(True)
     try:
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(sqlite_vec_path())
     finally:
         conn.enable_load_extension(False)
 
