@@ -202,7 +202,7 @@ def _decode_cursor(cursor: str) -> int:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         if text.startswith(_CURSOR_PREFIX):
             seq = int(text[len(_CURSOR_PREFIX) :])
-            if seq > 0:
+            if 0 < seq < 2**63:  # a rowid: larger ints cannot even be bound
                 return seq
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass

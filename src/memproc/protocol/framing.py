@@ -40,7 +40,8 @@ def read_frames(read: Callable[[int], bytes], max_line_bytes: int) -> Iterator[b
         if skipping:
             continue
         buffer += chunk[start:]
-        if len(buffer) > max_line_bytes:
+        # A trailing `\r` may be the first half of a `\r\n` split across reads: not counted.
+        if len(buffer) - buffer.endswith(b"\r") > max_line_bytes:
             yield Oversized(len(buffer))
             buffer.clear()
             skipping = True

@@ -37,7 +37,11 @@ class Store:
         self._closed = False
         with storage_errors():
             self._writer = self._connect()
-            migrate(self._writer)
+            try:
+                migrate(self._writer)
+            except BaseException:
+                self.close()  # the caller keeps the error (and so this frame): free the file
+                raise
 
     # -- connections -------------------------------------------------------------------
 

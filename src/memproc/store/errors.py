@@ -59,6 +59,7 @@ APSW_ERROR_MAP: dict[type[apsw.Error], Callable[[], MemprocError]] = {
     apsw.CursorClosedError: _internal,
     apsw.EmptyError: _internal,
     apsw.ExecutionCompleteError: _internal,
+    apsw.ExecTraceAbort: _internal,
     apsw.ForkingViolationError: _internal,
     apsw.IncompleteExecutionError: _internal,
     apsw.InternalError: _internal,

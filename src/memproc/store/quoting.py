@@ -21,7 +21,7 @@ def fts_terms(text: str, max_terms: int = MAX_QUERY_TERMS) -> list[str]:
     """The distinct word tokens of free text, in first-seen order, at most `max_terms`."""
     seen: dict[str, None] = {}
     for match in _TERM.finditer(text):
-        term = match.group().lower()
+        term = match.group()  # not lower-cased: FTS5 folds case with its own Unicode tables
         if term not in seen:
             seen[term] = None
             if len(seen) >= max_terms:

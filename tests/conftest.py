@@ -1,0 +1,78 @@
+"""Shared fixtures for the unit tests: real SQLite files in tmp_path, always closed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memproc.config import Config
+from memproc.ops.context import OpContext
+from memproc.runtime import Runtime
+from memproc.store import NewMemory, Store
+
+
+def _new_memory(
+    content: str, *, scope: str = "proj", kind: str = "note", **extra: object
+) -> NewMemory:
+    """A NewMemory with defaults for everything a test does not care about."""
+    fields: dict[str, object] = {
+        "scope": scope,
+        "kind": kind,
+        "content": content,
+        "tags": [],
+        "metadata": {},
+        "source": {},
+        "importance": 0.5,
+        "client_token": None,
+    }
+    fields.update(extra)
+    return NewMemory(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def store(db_path: str) -> Iterator[Store]:
+    opened = Store(db_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def new_memory() -> Callable[..., NewMemory]:
+    """Build a NewMemory: `new_memory("text", scope=..., kind=..., tags=[...])`."""
+    return _new_memory
+
+
+@pytest.fixture
+def make_runtime(tmp_path: Path) -> Iterator[Callable[..., Runtime]]:
+    """Open a Runtime over a database in tmp_path with extra Config settings; closed at teardown."""
+    opened: list[Runtime] = []
+
+    def make(db: str | None = None, **settings: object) -> Runtime:
+        config = Config(db=db or str(tmp_path / f"rt{len(opened)}.db"), **settings)  # type: ignore[arg-type]
+        runtime = Runtime(config)
+        opened.append(runtime)
+        runtime.open_store()
+        return runtime
+
+    yield make
+    for runtime in opened:
+        runtime.close()
+
+
+@pytest.fixture
+def runtime(make_runtime: Callable[..., Runtime], db_path: str) -> Runtime:
+    return make_runtime(db_path)
+
+
+@pytest.fixture
+def ctx(runtime: Runtime) -> OpContext:
+    return OpContext(runtime=runtime)

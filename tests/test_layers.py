@@ -1,0 +1,196 @@
+"""Each layer knows only its neighbour, and all SQL lives in the store: checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memproc
+
+PACKAGE_DIR = Path(memproc.__file__).resolve().parent
+SQL_START = re.compile(
+    r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|REPLACE|BEGIN|COMMIT|ROLLBACK|"
+    r"SAVEPOINT|RELEASE|VACUUM|ATTACH|WITH\s+RECURSIVE)\b"
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+
+
+def imported_modules(source: str, name: str, is_package: bool) -> set[str]:
+    """Every module `source` imports, as absolute dotted names, including `from a import b`
+    as both `a` and `a.b` (b may be a submodule). Imports inside functions count too."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def imports_of(name: str) -> set[str]:
+    path = modules()[name]
+    return imported_modules(path.read_text(), name, path.name == "__init__.py")
+
+
+def in_layer(name: str, layer: str) -> bool:
+    return name == layer or name.startswith(layer + ".")
+
+
+def violations(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for name in modules():
+        if not in_layer(name, layer):
+            continue
+        for target in sorted(imports_of(name)):
+            if any(in_layer(target, bad) for bad in forbidden):
+                found.append(f"{name} imports {target}")
+    return found
+
+
+# -- the checker itself ----------------------------------------------------------------------
+
+
+def test_the_import_parser_sees_every_form() -> None:
+    source = (
+        "import memproc.protocol.framing\n"
+        "import memproc.service as svc\n"
+        "from memproc.protocol import dispatch\n"
+        "from ..protocol.methods import METHODS\n"
+        "from . import sibling\n"
+        "def f():\n"
+        "    from memproc.ops import memory\n"
+    )
+    found = imported_modules(source, "memproc.store.database", is_package=False)
+    assert {
+        "memproc.protocol.framing",
+        "memproc.service",
+        "memproc.protocol.dispatch",
+        "memproc.protocol.methods",
+        "memproc.store.sibling",
+        "memproc.ops.memory",
+    } <= found
+
+
+def test_the_package_has_the_layers_the_rules_talk_about() -> None:
+    names = modules()
+    for expected in ("memproc.store.database", "memproc.ops.memory", "memproc.protocol.messages"):
+        assert expected in names
+    assert "memproc.service" in imports_of("memproc.cli")  # the parser finds real imports
+
+
+# -- the rules -------------------------------------------------------------------------------
+
+
+def test_store_knows_nothing_of_protocol_ops_or_service() -> None:
+    forbidden = ("memproc.protocol", "memproc.ops", "memproc.service", "memproc.runtime")
+    assert violations("memproc.store", forbidden) == []
+
+
+def test_gate_imports_neither_store_nor_protocol() -> None:
+    """gate/ is empty today; the rule holds for whatever lands there."""
+    assert violations("memproc.gate", ("memproc.store", "memproc.protocol")) == []
+
+
+def test_ops_never_import_transport_dispatch_or_the_method_table() -> None:
+    forbidden = (
+        "memproc.protocol.dispatch",
+        "memproc.protocol.framing",
+        "memproc.protocol.methods",
+        "memproc.protocol.envelope",
+        "memproc.protocol.schema",
+        "memproc.service",
+        "memproc.cli",
+    )
+    assert violations("memproc.ops", forbidden) == []
+
+
+def test_messages_are_pure_types() -> None:
+    assert [t for t in imports_of("memproc.protocol.messages") if in_layer(t, "memproc")] == []
+
+
+def test_nothing_outside_protocol_imports_dispatch_internals_except_the_service() -> None:
+    allowed = {"memproc.service", "memproc.cli"}
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if not in_layer(name, "memproc.protocol") and name not in allowed
+        for target in imports_of(name)
+        if in_layer(target, "memproc.protocol.dispatch")
+        or in_layer(target, "memproc.protocol.framing")
+    ]
+    assert found == []
+
+
+# -- SQL lives in the store ------------------------------------------------------------------
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def sql_literals(source: str) -> Iterator[str]:
+    tree = ast.parse(source)
+    skip = _docstring_nodes(tree) | {
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        for part in node.values
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in skip and SQL_START.match(node.value):
+                yield node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(
+                part.value if isinstance(part, ast.Constant) else "{}" for part in node.values
+            )
+            if SQL_START.match(text):
+                yield text
+
+
+def test_the_sql_finder_finds_sql() -> None:
+    source = 'x = "SELECT 1"\ny = f"INSERT INTO {t} VALUES (?)"\nz = "Delete the thing"\n'
+    assert list(sql_literals(source)) == ["SELECT 1", "INSERT INTO {} VALUES (?)"]
+    assert list(sql_literals('"""UPDATE notes: a docstring."""\n')) == []
+
+
+def test_the_store_does_contain_sql() -> None:
+    store_sql = [
+        literal
+        for name, path in modules().items()
+        if in_layer(name, "memproc.store")
+        for literal in sql_literals(path.read_text())
+    ]
+    assert any(literal.startswith("SELECT") for literal in store_sql)
+
+
+@pytest.mark.parametrize("name", [n for n in modules() if not in_layer(n, "memproc.store")])
+def test_no_sql_outside_the_store(name: str) -> None:
+    assert list(sql_literals(modules()[name].read_text())) == []
