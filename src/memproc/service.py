@@ -145,9 +145,19 @@ class Service:
                 self._write(exc.response)
             return
         if incoming.method.inline:
+            if self._id_in_flight(incoming):
+                refusal = InvalidRequest("id is already in flight")
+                self._write(dispatch.error_line(incoming.id, refusal))
+                return
             self._write(dispatch.execute(incoming, self._ctx))
             return
         self._enqueue(incoming)
+
+    def _id_in_flight(self, incoming: dispatch.Incoming) -> bool:
+        if incoming.is_notification:
+            return False
+        with self._lock:
+            return _id_key(incoming.id) in self._inflight
 
     def _enqueue(self, incoming: dispatch.Incoming) -> None:
         job = Job(incoming)

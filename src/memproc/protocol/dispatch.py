@@ -77,6 +77,12 @@ def parse_envelope(line: bytes) -> Incoming:
 
 
 def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
+    # msgspec checks UTF-8 only in the strings it decodes, not in the `Raw` values it skips.
+    if not line.isascii():
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EnvelopeError(error_line(None, ParseError("invalid UTF-8"))) from None
     try:
         return _members_decoder.decode(line)
     except msgspec.ValidationError:
@@ -146,10 +152,10 @@ def execute(incoming: Incoming, ctx: OpContext) -> bytes | None:
     try:
         result = incoming.method.handler(ctx, decode_params(incoming))
     except Exception as exc:
-        response = error_line(_id_or_none(incoming.id), exc)
+        response: bytes | None = error_line(_id_or_none(incoming.id), exc)
         outcome = getattr(exc, "kind", "internal_error")
     else:
-        response = success_line(incoming.id, result)
+        response = None if incoming.is_notification else success_line(incoming.id, result)
         outcome = "ok"
     log.debug(
         "request",
