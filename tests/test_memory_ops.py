@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from memproc.cancel import CancelToken
@@ -379,3 +380,21 @@ def test_search_does_not_write(runtime: Runtime, db_path: str) -> None:
     ops.get(ctx, GetParams(scope="proj", id=search_ids(ctx, "kestrel")[0]))
     list_ids(ctx)
     assert _files(db_path) == before
+
+
+def test_out_of_range_json_numbers_never_reach_the_handler() -> None:
+    with pytest.raises(msgspec.ValidationError, match="out of range"):
+        msgspec.json.decode(
+            b'{"kind":"fact","content":"x","metadata":{"x":[1e999]}}', type=RememberParams
+        )
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"x": float("inf")}, {"x": [0, float("-inf")]}, {"a": {"b": float("nan")}}],
+)
+def test_non_finite_metadata_numbers_are_refused(ctx: OpContext, metadata: Any) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        remember(ctx, "finite only", metadata=metadata)
+    assert caught.value.data["path"] == "$.params.metadata"
+    assert list_ids(ctx) == ([], None)

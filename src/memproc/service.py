@@ -131,11 +131,19 @@ class Service:
                         )
                     )
                 else:
-                    self._accept(frame)
+                    self._accept_safely(frame)
         except Exception:
             log.exception("reader failed")
         finally:
             self._input_done.set()
+
+    def _accept_safely(self, line: bytes) -> None:
+        """One line's unexpected failure is answered (-32603, id unknown) and logged; it must
+        never stop the reader, or every later request would go unanswered."""
+        try:
+            self._accept(line)
+        except Exception as exc:
+            self._write(dispatch.error_line(None, exc))
 
     def _accept(self, line: bytes) -> None:
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -130,9 +132,28 @@ def _check_metadata(ctx: OpContext, metadata: dict[str, Any]) -> None:
         raise InvalidParams(
             f"metadata nests deeper than {MAX_METADATA_DEPTH} levels", path="$.params.metadata"
         )
+    if not all(_finite(item) for item in _walk(metadata)):
+        # JSON has no infinity, yet `1e999` decodes to one; it would be stored as null.
+        raise InvalidParams("metadata numbers must be finite", path="$.params.metadata")
     limit = ctx.runtime.config.max_metadata_bytes
     if len(orjson.dumps(metadata)) > limit:
         raise InvalidParams(f"metadata exceeds {limit} bytes as JSON", path="$.params.metadata")
+
+
+def _walk(value: Any) -> Iterator[Any]:
+    """Every value nested in a JSON value, without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        yield item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _finite(item: Any) -> bool:
+    return not isinstance(item, float) or math.isfinite(item)
 
 
 def _depth(value: Any) -> int:
