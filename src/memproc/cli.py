@@ -72,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(config.log_level)
     runtime = Runtime(config)
     runtime.open_store()
+    runtime.models.start()
     return Service(runtime, in_fd=0, out_fd=protocol_fd).run()
 
 

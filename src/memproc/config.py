@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 ENV_PREFIX = "MEMPROC_"
+# Environment names that are not simply MEMPROC_<KEY>.
+ENV_ALIASES = {"MEMPROC_MODELS": "models_dir"}
 MiB = 1024 * 1024
 
 
@@ -37,6 +39,22 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     shutdown_deadline_s: Annotated[float, msgspec.Meta(gt=0, le=600)] = 5.0
     synchronous: Literal["normal", "full", "extra"] = "full"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Models: names of directories under models_dir; "auto" picks the best one installed,
+    # "none" runs without (search degrades to lexical; rerank is refused).
+    models_dir: str = ""
+    embedder: str = "auto"
+    reranker: str = "auto"
+    model_threads: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
+    model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 5.0
+    # Retrieval.
+    rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
+    candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 100
+    rerank_pool: Annotated[int, msgspec.Meta(ge=1, le=500)] = 30
+    min_confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0
+    recency_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
+    recency_half_life_days: Annotated[float, msgspec.Meta(gt=0, le=36_500)] = 30.0
+    importance_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
+    access_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
 
 
 def _field_names() -> set[str]:
@@ -77,7 +95,7 @@ def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX):
             continue
-        key = name[len(ENV_PREFIX) :].lower()
+        key = ENV_ALIASES.get(name) or name[len(ENV_PREFIX) :].lower()
         if key not in known:
             raise ConfigError(f"unknown setting in environment: {name}")
         values[key] = _env_value(key, raw)
@@ -115,6 +133,17 @@ def load_config(
         config = msgspec.convert(merged, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid setting: {_describe(exc)}") from None
+    return _resolve_paths(config)
+
+
+def default_models_dir() -> str:
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "memproc", "models")
+
+
+def _resolve_paths(config: Config) -> Config:
+    if not config.models_dir:
+        config = msgspec.structs.replace(config, models_dir=default_models_dir())
     return _resolve_project(config)
 
 

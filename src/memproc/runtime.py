@@ -14,6 +14,7 @@ from typing import Any
 
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
+from memproc.models.manager import ModelManager
 from memproc.scopes import ScopePolicy
 from memproc.store import Store
 from memproc.store.connection import ConnectionSettings
@@ -28,6 +29,9 @@ class Runtime:
         self._store: Store | None = None
         self._store_error: MemprocError | None = None
         self._store_lock = threading.Lock()
+        self.models = ModelManager(
+            config.models_dir, config.embedder, config.reranker, config.model_threads
+        )
         # Filled in by the transport, which alone knows the requests in flight.
         self.cancel_request: Callable[[Any], bool] = lambda request_id: False
         # Filled in by dispatch, which owns the method table (ops must not import it).

@@ -32,6 +32,7 @@ MEMORY_FIELDS = {
     "status",
     "created_at",
     "updated_at",
+    "occurred_at",
 }
 HIT_FIELDS = {"id", "scope", "kind", "content", "score", "status", "created_at", "tags", "source"}
 HOSTILE_QUERIES = [

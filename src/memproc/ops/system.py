@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from memproc import __version__
 from memproc.errors import InvalidParams
 from memproc.ops.context import OpContext
@@ -69,8 +71,10 @@ def server_info(ctx: OpContext, params: ServerInfoParams) -> ServerInfoResult:
         },
         components={
             "store": ComponentState(state=state, reason=reason),  # type: ignore[arg-type]
-            "embedder": ComponentState(state="absent", reason="no embedder installed"),
-            "reranker": ComponentState(state="absent", reason="no reranker installed"),
+            **{
+                kind: msgspec.convert(described, ComponentState)
+                for kind, described in ctx.runtime.models.states().items()
+            },
         },
     )
 

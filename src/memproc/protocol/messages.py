@@ -33,6 +33,15 @@ Content = Annotated[
 Importance = Annotated[float, Meta(ge=0.0, le=1.0)]
 Limit = Annotated[int, Meta(ge=1, le=200)]
 Cursor = Annotated[str, Meta(min_length=1, max_length=256)]
+Timestamp = Annotated[
+    str,
+    Meta(
+        min_length=10,
+        max_length=40,
+        description="RFC 3339, e.g. 2026-11-30T07:01:39Z or with an offset; a bare date is midnight UTC",
+    ),
+]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
 
 
 class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -141,10 +150,10 @@ class Memory(msgspec.Struct, kw_only=True):
     status: Status
     created_at: str
     updated_at: str
+    occurred_at: str | None = None
 
 
-class RememberParams(Params, kw_only=True):
-    scope: Scope | None = None
+class RememberItem(Params, kw_only=True):
     kind: Kind
     content: Content
     tags: Annotated[list[Tag], Meta(max_length=64)] = []
@@ -152,11 +161,27 @@ class RememberParams(Params, kw_only=True):
     source: Source | None = None
     importance: Importance = 0.5
     client_token: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
+    occurred_at: Timestamp | None = None
+
+
+class RememberParams(RememberItem, kw_only=True):
+    scope: Scope | None = None
 
 
 class RememberResult(Result, kw_only=True):
     id: str
     created: bool
+
+
+class RememberBatchParams(Params, kw_only=True):
+    """Many memories in one transaction, embedded in batches: for importing history."""
+
+    scope: Scope | None = None
+    items: Annotated[list[RememberItem], Meta(min_length=1, max_length=1000)]
+
+
+class RememberBatchResult(Result, kw_only=True):
+    results: list[RememberResult]
 
 
 class GetParams(Params, kw_only=True):
@@ -198,6 +223,12 @@ class SearchParams(Params, kw_only=True):
     query: Annotated[str, Meta(min_length=1, max_length=8192)]
     limit: Annotated[int, Meta(ge=1, le=100)] = 10
     kinds: Annotated[list[Kind], Meta(min_length=1)] | None = None
+    mode: SearchMode = "hybrid"
+    rerank: bool = False
+    min_confidence: Confidence | None = None
+    explain: bool = False
+    reinforce: bool = False
+    now: Timestamp | None = None
 
 
 class StageRanks(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -222,7 +253,55 @@ class SearchHit(msgspec.Struct, kw_only=True):
     ranks: StageRanks = msgspec.field(default_factory=StageRanks)
 
 
+class ChannelQueries(msgspec.Struct, kw_only=True):
+    """The query as each channel saw it."""
+
+    lexical: str | None = None
+    dense: str | None = None
+    embedder: str | None = None
+    reranker: str | None = None
+
+
+Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
+
+
+class CandidateExplanation(msgspec.Struct, kw_only=True):
+    id: str
+    kind: Kind
+    status: Status
+    outcome: Outcome
+    reason: str | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_similarity: float | None = None
+    fused_rank: int | None = None
+    fused_score: float | None = None
+    boost: float | None = None
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
+    final_score: float | None = None
+
+
+class Explanation(msgspec.Struct, kw_only=True):
+    queries: ChannelQueries
+    settings: dict[str, Any]
+    counts: dict[str, int]
+    candidates: list[CandidateExplanation]
+
+
 class SearchResult(Result, kw_only=True):
     results: list[SearchHit]
     mode: SearchMode
     degraded: str | None = None
+    explanation: Explanation | None = None
+
+
+class FeedbackParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+    used: bool
+
+
+class FeedbackResult(Result, kw_only=True):
+    recorded: bool

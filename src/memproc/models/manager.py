@@ -1,0 +1,149 @@
+"""Which models the service uses, loaded on a background thread so start-up never waits.
+
+Each kind (embedder, reranker) has one slot whose state is absent (nothing to load), loading,
+ready or failed (with a reason). A request that needs a model waits for its slot to settle, up
+to a deadline, and then gets `not_ready`: retryable while loading, not retryable once failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from memproc.errors import NotReady
+from memproc.models.manifest import ModelError, read_manifest
+
+log = logging.getLogger("memproc.models")
+
+ModelKind = Literal["embedder", "reranker"]
+# "auto" prefers these, in order, among the installed models of each kind.
+PREFERRED: dict[str, tuple[str, ...]] = {
+    "embedder": ("bge-small-en-v1.5", "minilm-l6-int8"),
+    "reranker": ("bge-reranker-base",),
+}
+
+
+class ModelSlot:
+    def __init__(self, kind: ModelKind, name: str | None, reason: str | None = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.state = "absent" if name is None else "loading"
+        self.reason = reason
+        self.model: Any = None
+        self.load_seconds: float | None = None
+        self.settled = threading.Event()
+        if name is None:
+            self.settled.set()
+
+    def describe(self) -> dict[str, Any]:
+        detail: dict[str, Any] = {}
+        if self.name is not None:
+            detail["name"] = self.name
+        if self.load_seconds is not None:
+            detail["load_seconds"] = round(self.load_seconds, 3)
+        return {"state": self.state, "reason": self.reason, "detail": detail}
+
+
+class ModelManager:
+    def __init__(self, models_dir: str, embedder: str, reranker: str, threads: int = 0) -> None:
+        self.models_dir = models_dir
+        self.threads = threads or min(4, os.cpu_count() or 1)
+        self.slots: dict[str, ModelSlot] = {
+            "embedder": self._slot("embedder", embedder),
+            "reranker": self._slot("reranker", reranker),
+        }
+        self._ready_callbacks: list[Callable[[str, Any], None]] = []
+
+    def _slot(self, kind: ModelKind, requested: str) -> ModelSlot:
+        if requested == "none":
+            return ModelSlot(kind, None, f"no {kind} configured")
+        if requested == "auto":
+            name = self._auto_choice(kind)
+            return ModelSlot(kind, name, None if name else f"no {kind} installed")
+        return ModelSlot(kind, requested)
+
+    def _auto_choice(self, kind: str) -> str | None:
+        installed = self._installed_of_kind(kind)
+        for name in PREFERRED[kind]:
+            if name in installed:
+                return name
+        return installed[0] if installed else None
+
+    def _installed_of_kind(self, kind: str) -> list[str]:
+        if not os.path.isdir(self.models_dir):
+            return []
+        names = []
+        for name in sorted(os.listdir(self.models_dir)):
+            try:
+                if read_manifest(os.path.join(self.models_dir, name)).kind == kind:
+                    names.append(name)
+            except ModelError:
+                continue
+        return names
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def on_ready(self, callback: Callable[[str, Any], None]) -> None:
+        """Call `callback(kind, model)` on the loader thread when a model becomes ready."""
+        self._ready_callbacks.append(callback)
+
+    def start(self) -> None:
+        threading.Thread(target=self._load_all, name="memproc-models", daemon=True).start()
+
+    def load_now(self) -> None:
+        """Load synchronously (for the CLI and tests)."""
+        self._load_all()
+
+    def _load_all(self) -> None:
+        for slot in self.slots.values():
+            if slot.name is not None and not slot.settled.is_set():
+                self._load(slot)
+
+    def _load(self, slot: ModelSlot) -> None:
+        from memproc.models.embedder import Embedder
+        from memproc.models.reranker import Reranker
+
+        directory = os.path.join(self.models_dir, slot.name or "")
+        started = time.perf_counter()
+        try:
+            if not os.path.isdir(directory):
+                raise ModelError("not_installed", f"{slot.name} is not in {self.models_dir}")
+            loader = Embedder if slot.kind == "embedder" else Reranker
+            slot.model = loader(directory, threads=self.threads)
+        except ModelError as exc:
+            slot.state, slot.reason = "failed", f"{exc.reason}: {exc}"
+            log.error("model failed to load", extra={"kind": slot.kind, "reason": exc.reason})
+        except Exception as exc:  # a model must never take the service down
+            slot.state, slot.reason = "failed", f"unexpected: {type(exc).__name__}"
+            log.exception("model failed to load", extra={"kind": slot.kind})
+        else:
+            slot.state, slot.load_seconds = "ready", time.perf_counter() - started
+            log.info("model ready", extra={"kind": slot.kind, "model": slot.name})
+        finally:
+            slot.settled.set()
+        if slot.state == "ready":
+            for callback in self._ready_callbacks:
+                callback(slot.kind, slot.model)
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def get(self, kind: ModelKind, wait_s: float) -> Any:
+        """The ready model, or None when none is configured or installed. Raises NotReady if it
+        is still loading after `wait_s` (retryable) or failed to load (not retryable)."""
+        slot = self.slots[kind]
+        if slot.name is None:
+            return None
+        if not slot.settled.wait(wait_s):
+            raise NotReady(f"the {kind} is still loading", retryable=True, component=kind)
+        if slot.state == "failed":
+            raise NotReady(
+                f"the {kind} failed to load", retryable=False, component=kind, reason=slot.reason
+            )
+        return slot.model
+
+    def states(self) -> dict[str, dict[str, Any]]:
+        return {kind: slot.describe() for kind, slot in self.slots.items()}
