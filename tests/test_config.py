@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from memproc.config import Config, ConfigError, load_config, read_env
+from memproc.config import Config, ConfigError, default_models_dir, load_config, read_env
 
 
 def write_toml(tmp_path: Path, text: str) -> str:
@@ -19,7 +20,17 @@ def write_toml(tmp_path: Path, text: str) -> str:
 
 
 def test_defaults_with_nothing_set() -> None:
-    assert load_config(environ={}) == Config()
+    expected = msgspec.structs.replace(Config(), models_dir=default_models_dir())
+    assert load_config(environ={}) == expected
+
+
+def test_models_dir_follows_xdg_cache_home_and_memproc_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert load_config(environ={}).models_dir == str(tmp_path / "memproc" / "models")
+    chosen = str(tmp_path / "elsewhere")
+    assert load_config(environ={"MEMPROC_MODELS": chosen}).models_dir == chosen
 
 
 def test_precedence_is_file_then_environment_then_flags(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from memproc.cancel import CancelToken
 from memproc.errors import Cancelled, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import memory as ops
 from memproc.ops.context import OpContext
-from memproc.ops.memory import MAX_METADATA_DEPTH
+from memproc.ops import search as search_ops
+from memproc.ops.validation import MAX_METADATA_DEPTH, depth
 from memproc.protocol.messages import (
     ForgetParams,
     GetParams,
@@ -40,7 +41,7 @@ def remember(ctx: OpContext, content: str, **fields: Any) -> tuple[str, bool]:
 def search_ids(ctx: OpContext, query: str, **fields: Any) -> list[str]:
     if "scopes" not in fields:
         fields.setdefault("scope", "proj")
-    return [hit.id for hit in ops.search(ctx, SearchParams(query=query, **fields)).results]
+    return [hit.id for hit in search_ops.search(ctx, SearchParams(query=query, **fields)).results]
 
 
 def list_ids(ctx: OpContext, **fields: Any) -> tuple[list[str], str | None]:
@@ -181,7 +182,7 @@ def test_blank_content_is_invalid_params(ctx: OpContext, content: str) -> None:
 
 
 def test_metadata_depth_limit(ctx: OpContext) -> None:
-    assert ops._depth(nested(MAX_METADATA_DEPTH)) == MAX_METADATA_DEPTH
+    assert depth(nested(MAX_METADATA_DEPTH)) == MAX_METADATA_DEPTH
     assert remember(ctx, "deep enough", metadata=nested(MAX_METADATA_DEPTH))[1] is True
     with pytest.raises(InvalidParams) as caught:
         remember(ctx, "too deep", metadata=nested(MAX_METADATA_DEPTH + 1))
@@ -325,7 +326,7 @@ def test_search_finds_ranks_and_reports_lexical_mode(ctx: OpContext) -> None:
     weak, _ = remember(ctx, "the build uses make and a long list of other words")
     strong, _ = remember(ctx, "make make make", kind="fact", tags=["build"])
     remember(ctx, "unrelated")
-    result = ops.search(ctx, SearchParams(scope="proj", query="make"))
+    result = search_ops.search(ctx, SearchParams(scope="proj", query="make"))
     assert result.mode == "lexical"
     assert [hit.id for hit in result.results] == [strong, weak]
     top = result.results[0]
@@ -341,7 +342,7 @@ def test_search_finds_ranks_and_reports_lexical_mode(ctx: OpContext) -> None:
 
 def test_search_with_no_words_returns_nothing(ctx: OpContext) -> None:
     remember(ctx, "anything")
-    assert ops.search(ctx, SearchParams(scope="proj", query="*** ::: ---")).results == []
+    assert search_ops.search(ctx, SearchParams(scope="proj", query="*** ::: ---")).results == []
 
 
 def test_search_scopes_kinds_and_limit(ctx: OpContext) -> None:
@@ -357,7 +358,7 @@ def test_search_scopes_kinds_and_limit(ctx: OpContext) -> None:
 
 @pytest.mark.parametrize("query", ['"', "NEAR(", "a:b", "-x", "*", "(", "^", "AND OR NOT", "'"])
 def test_search_accepts_any_text(ctx: OpContext, query: str) -> None:
-    ops.search(ctx, SearchParams(scope="proj", query=query))
+    search_ops.search(ctx, SearchParams(scope="proj", query=query))
 
 
 def _files(db: str) -> dict[str, bytes]:

@@ -82,7 +82,7 @@ def remember(store: Store, scope: str, content: str) -> str:
         client_token=None,
     )
     with store.writing() as conn:
-        return memory_sql.insert(conn, new)
+        return memory_sql.insert(conn, new)[0]
 
 
 def search(store: Store, match: str, scope: str) -> list[str]:

@@ -40,7 +40,15 @@ def open_stores(db_path: str) -> Iterator[Callable[..., Store]]:
 
 def insert(store: Store, new: NewMemory) -> str:
     with store.writing() as conn:
-        return memory_sql.insert(conn, new)
+        return memory_sql.insert(conn, new)[0]
+
+
+def set_status_by_id(
+    conn: apsw.Connection, scope: str, memory_id: str, status: str, reason: str | None
+) -> None:
+    record = memory_sql.get(conn, scope, memory_id)
+    assert record is not None
+    memory_sql.set_status(conn, record.seq, status, reason)
 
 
 def count(store: Store) -> int:
@@ -315,7 +323,7 @@ def test_integrity_check_is_ok(store: Store, new_memory: NewMemoryFactory) -> No
     with store.writing() as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM memories LIMIT 5")]
         for memory_id in ids:
-            memory_sql.set_status(conn, "proj", memory_id, "forgotten", None)
+            set_status_by_id(conn, "proj", memory_id, "forgotten", None)
     assert store.integrity_check() == ["ok"]
 
 
@@ -374,20 +382,13 @@ def test_set_status_hides_from_list_and_search(store: Store, new_memory: NewMemo
     keep = insert(store, new_memory("penguin keep"))
     gone = insert(store, new_memory("penguin gone"))
     with store.writing() as conn:
-        memory_sql.set_status(conn, "proj", gone, "forgotten", "no longer true")
+        set_status_by_id(conn, "proj", gone, "forgotten", "no longer true")
     with store.reading() as conn:
         listed = memory_sql.list_page(conn, "proj", kinds=None, before_seq=None, limit=10)
         record = memory_sql.get(conn, "proj", gone)
     assert [r.id for r in listed] == [keep]
     assert record is not None and record.status == "forgotten"
     assert search(store, "penguin", ["proj"]) == [keep]
-
-
-def test_set_status_only_touches_its_scope(store: Store, new_memory: NewMemoryFactory) -> None:
-    memory_id = insert(store, new_memory("walrus"))
-    with store.writing() as conn:
-        memory_sql.set_status(conn, "other", memory_id, "forgotten", None)
-    assert search(store, "walrus", ["proj"]) == [memory_id]
 
 
 def test_search_respects_scopes_and_kinds(store: Store, new_memory: NewMemoryFactory) -> None:
@@ -415,7 +416,7 @@ def test_search_limit_applies_after_filtering_forgotten(
     live = insert(store, new_memory("lynx is a cat"))
     with store.writing() as conn:
         for memory_id in forgotten:
-            memory_sql.set_status(conn, "proj", memory_id, "forgotten", None)
+            set_status_by_id(conn, "proj", memory_id, "forgotten", None)
     with store.reading() as conn:
         rows = memory_sql.search_lexical(
             conn, fts_match_any("lynx") or "", scopes=["proj"], kinds=None, limit=1
@@ -433,7 +434,7 @@ def test_duplicate_lookup_ignores_forgotten_and_other_kinds(
         assert memory_sql.find_live_duplicate(conn, new_memory("same text", scope="x")) is None
         assert memory_sql.find_live_duplicate(conn, new_memory("same text.")) is None
     with store.writing() as conn:
-        memory_sql.set_status(conn, "proj", first, "forgotten", None)
+        set_status_by_id(conn, "proj", first, "forgotten", None)
     with store.reading() as conn:
         assert memory_sql.find_live_duplicate(conn, new_memory("same text")) is None
 

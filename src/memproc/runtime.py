@@ -15,6 +15,7 @@ from typing import Any
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
 from memproc.models.manager import ModelManager
+from memproc.retrieval.indexing import VectorIndex
 from memproc.scopes import ScopePolicy
 from memproc.store import Store
 from memproc.store.connection import ConnectionSettings
@@ -36,6 +37,10 @@ class Runtime:
         self.cancel_request: Callable[[Any], bool] = lambda request_id: False
         # Filled in by dispatch, which owns the method table (ops must not import it).
         self.method_catalog: Callable[[], list[Any]] = list
+        # Filled in by the transport: send a server-initiated notification to the client.
+        self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
+        self._index: VectorIndex | None = None
+        self._closing = threading.Event()
 
     def open_store(self) -> None:
         """Try to open the store now; remember why if it fails."""
@@ -63,6 +68,60 @@ class Runtime:
             raise StorageUnavailable("storage unavailable", reason="not_open")
         return self._store
 
+    def vector_index(self, wait_s: float, *, required: bool) -> VectorIndex | None:
+        """The current embedder's vector index, or None without an embedder.
+
+        `required=False` (writes) never waits and treats a loading or failed embedder as
+        absent: the backfill embeds those memories later. `required=True` (searches) waits up
+        to `wait_s` and lets NotReady reach the caller.
+        """
+        try:
+            embedder = self.models.get("embedder", wait_s)
+        except MemprocError:
+            if required:
+                raise
+            return None
+        if embedder is None:
+            return None
+        store = self.store()
+        with self._store_lock:
+            if self._index is None or self._index.embedder is not embedder:
+                self._index = VectorIndex(store, embedder)
+            return self._index
+
+    def start_models(self) -> None:
+        """Load models in the background; when the embedder is ready, backfill vectors."""
+        self.models.on_ready(self._on_model_ready)
+        self.models.start()
+
+    def _on_model_ready(self, kind: str, model: Any) -> None:
+        if kind == "embedder":
+            threading.Thread(target=self.backfill, name="memproc-backfill", daemon=True).start()
+
+    def backfill(self) -> int:
+        """Embed memories that lack vectors for the current embedder, reporting progress as
+        `notifications/progress`. Failures are logged: a backfill is retried next start."""
+        try:
+            index = self.vector_index(0.0, required=False)
+            if index is None:
+                return 0
+
+            def progress(done: int, total: int) -> None:
+                self.notify(
+                    "notifications/progress",
+                    {
+                        "task": "backfill",
+                        "embedder": index.embedder.name,
+                        "done": done,
+                        "total": total,
+                    },
+                )
+
+            return index.backfill(progress, should_stop=self._closing.is_set)
+        except MemprocError as exc:
+            log.warning("backfill stopped", extra={"kind": exc.kind})
+            return 0
+
     def store_state(self) -> tuple[str, str | None]:
         if self._store is not None:
             return "ready", None
@@ -70,6 +129,7 @@ class Runtime:
         return "failed", reason
 
     def close(self) -> None:
+        self._closing.set()
         with self._store_lock:
             if self._store is not None:
                 self._store.close()

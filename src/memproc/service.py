@@ -70,6 +70,9 @@ class Service:
         self._accepting = True
         self._ctx = OpContext(runtime=runtime)
         runtime.cancel_request = self.cancel
+        runtime.notify = lambda method, params: self._write(
+            dispatch.notification_line(method, params)
+        )
         runtime.method_catalog = method_catalog
         self._workers = [
             threading.Thread(target=self._work, name=f"memproc-worker-{i}", daemon=True)

@@ -19,6 +19,8 @@ METHOD_NAMES = {
     "memory.list",
     "memory.forget",
     "memory.search",
+    "memory.remember_batch",
+    "memory.feedback",
 }
 MEMORY_FIELDS = {
     "id",

@@ -1,61 +1,99 @@
-"""`memory.*`: remember, get, list, forget and search."""
+"""`memory.*` writes and reads: remember (one or a batch), get, list, forget, feedback."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import math
-from collections.abc import Iterator
 from typing import Any
-
-import msgspec
-import orjson
 
 from memproc.errors import InvalidParams, NotFound
 from memproc.ops.context import OpContext
+from memproc.ops.mapping import memory_view, source_dict
+from memproc.ops.validation import check_content, check_metadata, normalize_time
 from memproc.protocol.messages import (
+    FeedbackParams,
+    FeedbackResult,
     ForgetParams,
     ForgetResult,
     GetParams,
     GetResult,
     ListParams,
     ListResult,
-    Memory,
+    RememberBatchParams,
+    RememberBatchResult,
+    RememberItem,
     RememberParams,
     RememberResult,
-    SearchHit,
-    SearchParams,
-    SearchResult,
-    Source,
-    StageRanks,
 )
-from memproc.store import MemoryRecord, NewMemory
+from memproc.retrieval.indexing import embed_contents
+from memproc.store import NewMemory
 from memproc.store import memories as memory_sql
-from memproc.store.quoting import fts_match_any
-
-# Deeper metadata than this is refused: nothing legitimate needs it, and it bounds recursion.
-MAX_METADATA_DEPTH = 32
+from memproc.store import vectors as vector_sql
+from memproc.store.vectors import PendingMemory
 
 
 def remember(ctx: OpContext, params: RememberParams) -> RememberResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
-    _check_content(ctx, params.content)
-    _check_metadata(ctx, params.metadata)
-    new = NewMemory(
+    return _remember_all(ctx, [_new_memory(ctx, scope, params, "$.params")])[0]
+
+
+def remember_batch(ctx: OpContext, params: RememberBatchParams) -> RememberBatchResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    news = [
+        _new_memory(ctx, scope, item, f"$.params.items[{i}]") for i, item in enumerate(params.items)
+    ]
+    return RememberBatchResult(results=_remember_all(ctx, news))
+
+
+def _new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> NewMemory:
+    config = ctx.runtime.config
+    check_content(item.content, config.max_content_chars, f"{path}.content")
+    check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
+    return NewMemory(
         scope=scope,
-        kind=params.kind,
-        content=params.content,
-        tags=list(dict.fromkeys(params.tags)),
-        metadata=params.metadata,
-        source=_source_dict(params.source),
-        importance=params.importance,
-        client_token=params.client_token,
+        kind=item.kind,
+        content=item.content,
+        tags=list(dict.fromkeys(item.tags)),
+        metadata=item.metadata,
+        source=source_dict(item.source),
+        importance=item.importance,
+        client_token=item.client_token,
+        occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
     )
-    with ctx.runtime.store().writing(ctx.token) as conn:
-        existing = _existing_id(conn, new)
-        if existing is not None:
-            return RememberResult(id=existing, created=False)
-        return RememberResult(id=memory_sql.insert(conn, new), created=True)
+
+
+def _remember_all(ctx: OpContext, news: list[NewMemory]) -> list[RememberResult]:
+    """Store new memories in one transaction, with vectors when an embedder is ready.
+
+    Embedding happens before the write lock is taken (it is the slow part) and only for the
+    memories that are not idempotent replays; the write re-checks, so a concurrent writer of
+    the same memory still yields one row. Without a ready embedder the backfill embeds later.
+    """
+    store = ctx.runtime.store()
+    with store.reading(ctx.token) as conn:
+        fresh = [i for i, new in enumerate(news) if _existing_id(conn, new) is None]
+    index = ctx.runtime.vector_index(wait_s=0.0, required=False)
+    vectors: dict[int, list[bytes]] = {}
+    if index is not None and fresh:
+        embedded = embed_contents(index.embedder, [news[i].content for i in fresh])
+        vectors = dict(zip(fresh, embedded, strict=True))
+        index.row()  # registers the embedder (its own short write) before ours begins
+    ctx.token.check()
+    results = []
+    with store.writing(ctx.token) as conn:
+        for i, new in enumerate(news):
+            existing = _existing_id(conn, new)
+            if existing is not None:
+                results.append(RememberResult(id=existing, created=False))
+                continue
+            memory_id, seq = memory_sql.insert(conn, new)
+            if index is not None and i in vectors:
+                pending = PendingMemory(
+                    seq, new.scope, new.kind, new.content, memory_sql.content_hash(new.content)
+                )
+                vector_sql.put_vectors(conn, index.row(), pending, vectors[i])
+            results.append(RememberResult(id=memory_id, created=True))
+    return results
 
 
 def _existing_id(conn: Any, new: NewMemory) -> str | None:
@@ -73,7 +111,7 @@ def get(ctx: OpContext, params: GetParams) -> GetResult:
         record = memory_sql.get(conn, scope, params.id)
     if record is None or record.status == "forgotten":
         raise NotFound("memory not found", id=params.id)
-    return GetResult(memory=_memory(record))
+    return GetResult(memory=memory_view(record))
 
 
 def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
@@ -85,7 +123,7 @@ def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
         )
     page, more = records[: params.limit], len(records) > params.limit
     next_cursor = _encode_cursor(page[-1].seq) if more else None
-    return ListResult(items=[_memory(r) for r in page], next_cursor=next_cursor)
+    return ListResult(items=[memory_view(r) for r in page], next_cursor=next_cursor)
 
 
 def forget(ctx: OpContext, params: ForgetParams) -> ForgetResult:
@@ -96,117 +134,19 @@ def forget(ctx: OpContext, params: ForgetParams) -> ForgetResult:
             raise NotFound("memory not found", id=params.id)
         if record.status == "forgotten":
             return ForgetResult(id=params.id, status="forgotten", changed=False)
-        memory_sql.set_status(conn, scope, params.id, "forgotten", params.reason)
+        memory_sql.set_status(conn, record.seq, "forgotten", params.reason)
     return ForgetResult(id=params.id, status="forgotten", changed=True)
 
 
-def search(ctx: OpContext, params: SearchParams) -> SearchResult:
-    scopes = ctx.runtime.scopes.resolve_many(params.scope, params.scopes)
-    match = fts_match_any(params.query)
-    if match is None:
-        return SearchResult(results=[], mode="lexical")
-    with ctx.runtime.store().reading(ctx.token) as conn:
-        rows = memory_sql.search_lexical(
-            conn, match, scopes=scopes, kinds=params.kinds, limit=params.limit
-        )
-    hits = [
-        _hit(row.record, score=-row.bm25, ranks=StageRanks(lexical=rank))
-        for rank, row in enumerate(rows, start=1)
-    ]
-    return SearchResult(results=hits, mode="lexical")
-
-
-# -- validation the types cannot express ---------------------------------------------------
-
-
-def _check_content(ctx: OpContext, content: str) -> None:
-    limit = ctx.runtime.config.max_content_chars
-    if len(content) > limit:
-        raise InvalidParams(f"content exceeds {limit} characters", path="$.params.content")
-    if not content.strip():
-        raise InvalidParams("content must not be blank", path="$.params.content")
-
-
-def _check_metadata(ctx: OpContext, metadata: dict[str, Any]) -> None:
-    if _depth(metadata) > MAX_METADATA_DEPTH:
-        raise InvalidParams(
-            f"metadata nests deeper than {MAX_METADATA_DEPTH} levels", path="$.params.metadata"
-        )
-    if not all(_finite(item) for item in _walk(metadata)):
-        # JSON has no infinity, yet `1e999` decodes to one; it would be stored as null.
-        raise InvalidParams("metadata numbers must be finite", path="$.params.metadata")
-    limit = ctx.runtime.config.max_metadata_bytes
-    if len(orjson.dumps(metadata)) > limit:
-        raise InvalidParams(f"metadata exceeds {limit} bytes as JSON", path="$.params.metadata")
-
-
-def _walk(value: Any) -> Iterator[Any]:
-    """Every value nested in a JSON value, without recursion."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        yield item
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def _finite(item: Any) -> bool:
-    return not isinstance(item, float) or math.isfinite(item)
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, computed without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        )
-        stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
-# -- mapping store records to protocol types -----------------------------------------------
-
-
-def _source_dict(source: Source | None) -> dict[str, str]:
-    if source is None:
-        return {}
-    return {k: v for k, v in msgspec.structs.asdict(source).items() if v is not None}
-
-
-def _memory(record: MemoryRecord) -> Memory:
-    return Memory(
-        id=record.id,
-        scope=record.scope,
-        kind=record.kind,  # type: ignore[arg-type]
-        content=record.content,
-        tags=record.tags,
-        metadata=record.metadata,
-        source=Source(**record.source),
-        importance=record.importance,
-        status=record.status,  # type: ignore[arg-type]
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-
-
-def _hit(record: MemoryRecord, *, score: float, ranks: StageRanks) -> SearchHit:
-    return SearchHit(
-        id=record.id,
-        scope=record.scope,
-        kind=record.kind,  # type: ignore[arg-type]
-        content=record.content,
-        score=score,
-        status=record.status,  # type: ignore[arg-type]
-        created_at=record.created_at,
-        tags=record.tags,
-        source=Source(**record.source),
-        ranks=ranks,
-    )
+def feedback(ctx: OpContext, params: FeedbackParams) -> FeedbackResult:
+    """Record that a retrieved memory was (or was not) used; the access boost may read it."""
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    with ctx.runtime.store().writing(ctx.token) as conn:
+        record = memory_sql.get(conn, scope, params.id)
+        if record is None or record.status == "forgotten":
+            raise NotFound("memory not found", id=params.id)
+        vector_sql.record_access(conn, [record.seq], "feedback", params.used)
+    return FeedbackResult(recorded=True)
 
 
 # -- cursors: opaque to clients, a position in `seq` order to us ---------------------------

@@ -17,7 +17,7 @@ import msgspec
 
 from memproc.errors import InvalidParams, InvalidRequest, MemprocError, MethodNotFound, ParseError
 from memproc.ops.context import OpContext
-from memproc.protocol.envelope import ErrorResponse, RequestId, SuccessResponse
+from memproc.protocol.envelope import ErrorResponse, Notification, RequestId, SuccessResponse
 from memproc.protocol.errors import to_error_object
 from memproc.protocol.methods import METHOD_TABLE, Method
 
@@ -170,6 +170,10 @@ def execute(incoming: Incoming, ctx: OpContext) -> bytes | None:
 
 def success_line(request_id: Any, result: Any) -> bytes:
     return _encoder.encode(SuccessResponse(id=request_id, result=result)) + b"\n"
+
+
+def notification_line(method: str, params: dict[str, Any]) -> bytes:
+    return _encoder.encode(Notification(method=method, params=params)) + b"\n"
 
 
 def error_line(request_id: Any, exc: BaseException) -> bytes:

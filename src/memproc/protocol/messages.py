@@ -38,7 +38,7 @@ Timestamp = Annotated[
     Meta(
         min_length=10,
         max_length=40,
-        description="RFC 3339, e.g. 2026-11-30T07:01:39Z or with an offset; a bare date is midnight UTC",
+        description="RFC 3339 (2026-11-30T07:01:39Z or with an offset); a bare date: UTC midnight",
     ),
 ]
 Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import memory, system
+from memproc.ops import memory, search, system
 from memproc.ops.context import OpContext
 from memproc.protocol import messages as m
 
@@ -41,10 +41,17 @@ METHODS: tuple[Method, ...] = (
         inline=True,
     ),
     Method("memory.remember", m.RememberParams, m.RememberResult, memory.remember),
+    Method(
+        "memory.remember_batch",
+        m.RememberBatchParams,
+        m.RememberBatchResult,
+        memory.remember_batch,
+    ),
     Method("memory.get", m.GetParams, m.GetResult, memory.get),
     Method("memory.list", m.ListParams, m.ListResult, memory.list_memories),
     Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
-    Method("memory.search", m.SearchParams, m.SearchResult, memory.search),
+    Method("memory.search", m.SearchParams, m.SearchResult, search.search),
+    Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback),
 )
 
 METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}

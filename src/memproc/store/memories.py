@@ -11,11 +11,12 @@ import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
+from memproc.store import vectors
 from memproc.store.records import SEARCHABLE_STATUSES, MemoryRecord, NewMemory, SearchRow
 
 _COLUMNS = (
     "seq, id, scope, kind, content, tags, metadata, source, importance, status, "
-    "created_at, updated_at"
+    "created_at, updated_at, occurred_at"
 )
 # FTS5 column weights for bm25(): content, then tags.
 _BM25_WEIGHTS = "10.0, 3.0"
@@ -26,7 +27,9 @@ def content_hash(content: str) -> str:
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:
-    seq, id_, scope, kind, content, tags, metadata, source, importance, status, c_at, u_at = row
+    seq, id_, scope, kind, content, tags, metadata, source, importance, status, c_at, u_at, o_at = (
+        row
+    )
     return MemoryRecord(
         seq=seq,
         id=id_,
@@ -40,6 +43,7 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         status=status,
         created_at=c_at,
         updated_at=u_at,
+        occurred_at=o_at,
     )
 
 
@@ -66,13 +70,14 @@ def find_live_duplicate(conn: apsw.Connection, new: NewMemory) -> str | None:
     return None if row is None else row[0]
 
 
-def insert(conn: apsw.Connection, new: NewMemory) -> str:
+def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
+    """Insert an active memory; returns its id and seq."""
     memory_id = uuid7()
     now = now_rfc3339()
     conn.execute(
         "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, client_token, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+        "importance, status, client_token, created_at, updated_at, occurred_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
         (
             memory_id,
             new.scope,
@@ -86,9 +91,10 @@ def insert(conn: apsw.Connection, new: NewMemory) -> str:
             new.client_token,
             now,
             now,
+            new.occurred_at,
         ),
     )
-    return memory_id
+    return memory_id, conn.last_insert_rowid()
 
 
 def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | None:
@@ -96,6 +102,14 @@ def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | Non
         f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (scope, memory_id)
     ).fetchone()
     return None if row is None else _record(row)
+
+
+def get_many_by_seq(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(list(seqs)).decode(),),
+    )
+    return {record.seq: record for record in map(_record, rows)}
 
 
 def list_page(
@@ -122,14 +136,14 @@ def list_page(
     return [_record(row) for row in rows]
 
 
-def set_status(
-    conn: apsw.Connection, scope: str, memory_id: str, status: str, reason: str | None
-) -> None:
+def set_status(conn: apsw.Connection, seq: int, status: str, reason: str | None) -> None:
+    """Change a memory's status; one leaving the searchable states loses its vectors too."""
     conn.execute(
-        "UPDATE memories SET status = ?, status_reason = ?, updated_at = ? "
-        "WHERE scope = ? AND id = ?",
-        (status, reason, now_rfc3339(), scope, memory_id),
+        "UPDATE memories SET status = ?, status_reason = ?, updated_at = ? WHERE seq = ?",
+        (status, reason, now_rfc3339(), seq),
     )
+    if status not in SEARCHABLE_STATUSES:
+        vectors.delete_vectors(conn, seq)
 
 
 def search_lexical(

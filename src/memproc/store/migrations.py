@@ -57,7 +57,43 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, tags ON memories BEG
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1,)
+_VECTORS_V2 = """
+ALTER TABLE memories ADD COLUMN occurred_at TEXT;
+
+-- One row per embedding model ever used on this database. The fingerprint covers the model
+-- and tokenizer hashes and every setting that changes vectors, so a changed model never
+-- mixes its vectors with another's. Each embedder's vectors live in their own vec0 table,
+-- created when the embedder is first registered (its dimension is known only then).
+CREATE TABLE embedders (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    fingerprint TEXT NOT NULL UNIQUE,
+    dims        INTEGER NOT NULL CHECK (dims > 0),
+    created_at  TEXT NOT NULL
+) STRICT;
+
+-- Which memory revision (by content hash) each embedder has vectors for, and how many chunks.
+CREATE TABLE memory_embeddings (
+    memory_seq     INTEGER NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+    embedder_id    INTEGER NOT NULL REFERENCES embedders (id),
+    content_sha256 TEXT NOT NULL,
+    chunks         INTEGER NOT NULL CHECK (chunks > 0),
+    PRIMARY KEY (memory_seq, embedder_id)
+) STRICT;
+
+-- Append-only record of use: reinforcing searches and explicit feedback. Plain searches
+-- never write here (reads do not mutate state unless asked to).
+CREATE TABLE memory_access (
+    id         INTEGER PRIMARY KEY,
+    memory_seq INTEGER NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+    at         TEXT NOT NULL,
+    event      TEXT NOT NULL CHECK (event IN ('search', 'feedback')),
+    used       INTEGER NOT NULL CHECK (used IN (0, 1))
+) STRICT;
+CREATE INDEX memory_access_by_memory ON memory_access (memory_seq);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -23,6 +23,7 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     created_at: str
     updated_at: str
+    occurred_at: str | None = None
 
 
 class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,6 +35,7 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     source: dict[str, Any]
     importance: float
     client_token: str | None
+    occurred_at: str | None = None
 
 
 class SearchRow(msgspec.Struct, frozen=True):

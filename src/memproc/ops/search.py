@@ -1,0 +1,193 @@
+"""`memory.search`: hybrid retrieval with an optional reranker and an explanation.
+
+Choosing the channels is this module's job: lexical always works; dense needs the embedder
+(a missing one degrades hybrid to lexical, and says so, but refuses dense outright); rerank
+needs the reranker. The pipeline itself lives in `memproc.retrieval.pipeline`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from memproc.errors import NotReady
+from memproc.ops.context import OpContext
+from memproc.ops.mapping import hit_view
+from memproc.ops.validation import normalize_time
+from memproc.protocol.messages import (
+    CandidateExplanation,
+    ChannelQueries,
+    Explanation,
+    SearchParams,
+    SearchResult,
+    StageRanks,
+)
+from memproc.retrieval import pipeline
+from memproc.retrieval.boosts import BoostWeights, parse_time
+from memproc.retrieval.indexing import VectorIndex
+from memproc.retrieval.pipeline import Candidate, SearchPlan
+from memproc.store import vectors as vector_sql
+from memproc.store.quoting import fts_match_any
+
+
+def search(ctx: OpContext, params: SearchParams) -> SearchResult:
+    scopes = ctx.runtime.scopes.resolve_many(params.scope, params.scopes)
+    index, degraded = _dense_channel(ctx, params.mode)
+    mode = "lexical" if params.mode == "hybrid" and index is None else params.mode
+    reranker = _reranker(ctx) if params.rerank else None
+    query_text = None if index is None else index.embedder.manifest.query_prefix + params.query
+    query_vector = None if index is None else index.embedder.embed_queries([params.query])[0]
+    ctx.token.check()
+    store = ctx.runtime.store()
+    with store.reading(ctx.token) as conn:
+        embedder_row = None if index is None else vector_sql.find_embedder(conn, index.fingerprint)
+        plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector)
+        candidates = pipeline.gather(conn, plan)
+    ordered = pipeline.fuse_and_boost(candidates, plan)
+    if reranker is not None:
+        ctx.token.check()
+        ordered = pipeline.rerank(ordered, plan, reranker, params.query)
+    returned = pipeline.cut(ordered, params.limit)
+    if params.reinforce and returned:
+        with store.writing(ctx.token) as conn:
+            vector_sql.record_access(conn, [c.record.seq for c in returned], "search", True)
+    explanation = None
+    if params.explain:
+        explanation = _explain(plan, candidates, query_text, index, reranker, mode)
+    return SearchResult(
+        results=[_hit(c) for c in returned],
+        mode=mode,
+        degraded=degraded,
+        explanation=explanation,
+    )
+
+
+def _dense_channel(ctx: OpContext, mode: str) -> tuple[VectorIndex | None, str | None]:
+    if mode == "lexical":
+        return None, None
+    index = ctx.runtime.vector_index(ctx.runtime.config.model_wait_s, required=True)
+    if index is not None:
+        return index, None
+    if mode == "dense":
+        raise NotReady("dense search needs an embedder; none is installed", retryable=False)
+    return None, "no embedder installed: lexical results only"
+
+
+def _reranker(ctx: OpContext) -> Any:
+    reranker = ctx.runtime.models.get("reranker", ctx.runtime.config.model_wait_s)
+    if reranker is None:
+        raise NotReady("rerank needs a reranker; none is installed", retryable=False)
+    return reranker
+
+
+def _plan(
+    ctx: OpContext,
+    params: SearchParams,
+    scopes: list[str],
+    mode: str,
+    embedder_row: vector_sql.EmbedderRow | None,
+    query_vector: Any,
+) -> SearchPlan:
+    config = ctx.runtime.config
+    now = normalize_time(params.now, "$.params.now")
+    return SearchPlan(
+        scopes=scopes,
+        kinds=None if params.kinds is None else list(params.kinds),
+        limit=params.limit,
+        lexical_match=None if mode == "dense" else fts_match_any(params.query),
+        query_vector=None if query_vector is None else query_vector.tobytes(),
+        embedder=embedder_row,
+        rrf_k=config.rrf_k,
+        pool=max(config.candidate_pool, params.limit),
+        rerank_pool=max(config.rerank_pool, params.limit),
+        min_confidence=(
+            config.min_confidence if params.min_confidence is None else params.min_confidence
+        ),
+        weights=BoostWeights(
+            recency=config.recency_weight,
+            half_life_days=config.recency_half_life_days,
+            importance=config.importance_weight,
+            access=config.access_weight,
+        ),
+        now=datetime.now(UTC) if now is None else parse_time(now),
+    )
+
+
+def _hit(candidate: Candidate) -> Any:
+    ranks = StageRanks(
+        lexical=candidate.lexical_rank,
+        dense=candidate.dense_rank,
+        fused=candidate.fused_rank,
+        rerank=candidate.rerank_rank,
+    )
+    return hit_view(candidate.record, score=candidate.final_score, ranks=ranks)
+
+
+def _explain(
+    plan: SearchPlan,
+    candidates: dict[int, Candidate],
+    dense_query: str | None,
+    index: VectorIndex | None,
+    reranker: Any,
+    mode: str,
+) -> Explanation:
+    everyone = sorted(candidates.values(), key=_explain_order)
+    counts = {
+        "lexical": sum(c.lexical_rank is not None for c in everyone),
+        "dense": sum(c.dense_rank is not None for c in everyone),
+        "candidates": len(everyone),
+        "reranked": sum(c.rerank_score is not None for c in everyone),
+    }
+    for outcome in ("returned", "below_confidence", "outside_limit", "filtered"):
+        counts[outcome] = sum(c.outcome == outcome for c in everyone)
+    return Explanation(
+        queries=ChannelQueries(
+            lexical=plan.lexical_match,
+            dense=dense_query,
+            embedder=None if index is None else index.embedder.name,
+            reranker=None if reranker is None else reranker.name,
+        ),
+        settings={
+            "mode": mode,
+            "rrf_k": plan.rrf_k,
+            "candidate_pool": plan.pool,
+            "rerank_pool": plan.rerank_pool,
+            "min_confidence": plan.min_confidence,
+            "boosts": {
+                "recency": plan.weights.recency,
+                "half_life_days": plan.weights.half_life_days,
+                "importance": plan.weights.importance,
+                "access": plan.weights.access,
+            },
+            "now": plan.now.isoformat(),
+        },
+        counts=counts,
+        candidates=[_candidate_view(c) for c in everyone],
+    )
+
+
+_OUTCOME_ORDER = {"returned": 0, "below_confidence": 1, "outside_limit": 2, "filtered": 3}
+
+
+def _explain_order(candidate: Candidate) -> tuple[int, float]:
+    return _OUTCOME_ORDER[candidate.outcome], -candidate.final_score
+
+
+def _candidate_view(candidate: Candidate) -> CandidateExplanation:
+    return CandidateExplanation(
+        id=candidate.record.id,
+        kind=candidate.record.kind,  # type: ignore[arg-type]
+        status=candidate.record.status,  # type: ignore[arg-type]
+        outcome=candidate.outcome,  # type: ignore[arg-type]
+        reason=candidate.reason,
+        lexical_rank=candidate.lexical_rank,
+        lexical_score=candidate.lexical_score,
+        dense_rank=candidate.dense_rank,
+        dense_similarity=candidate.dense_similarity,
+        fused_rank=candidate.fused_rank,
+        fused_score=candidate.fused_score,
+        boost=candidate.boost,
+        rerank_rank=candidate.rerank_rank,
+        rerank_score=candidate.rerank_score,
+        final_score=candidate.final_score,
+    )

@@ -1,0 +1,96 @@
+"""Keeping vectors in step with memories: embedding on write, and backfilling the rest.
+
+A memory written while no embedder was ready (or by an older model) has no vectors for the
+current embedder. The backfill finds those in batches, embeds them outside any transaction,
+and writes each batch's vectors in one short write, so requests are never blocked for long.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from memproc.retrieval.chunking import chunk_text
+from memproc.store import Store
+from memproc.store import vectors as vector_sql
+from memproc.store.vectors import EmbedderRow, PendingMemory
+
+log = logging.getLogger("memproc.indexing")
+
+# Bump when the way text becomes vectors changes (chunking, pooling code), so that vectors
+# made the old way are not mixed with new ones: a new fingerprint means a new vector table.
+VECTOR_RECIPE = "chunks-v1"
+BACKFILL_BATCH = 64
+
+Progress = Callable[[int, int], None]
+
+
+def embedder_fingerprint(embedder: Any) -> str:
+    manifest = msgspec.json.encode(embedder.manifest)
+    return hashlib.sha256(VECTOR_RECIPE.encode() + b"\0" + manifest).hexdigest()
+
+
+def embed_contents(embedder: Any, contents: Sequence[str]) -> list[list[bytes]]:
+    """Per content, the float32 bytes of each chunk's vector. All chunks of all contents go
+    through the embedder together so batching sees the whole workload."""
+    max_tokens = embedder.manifest.max_length
+    chunked = [chunk_text(text, max_tokens, embedder.token_counts) for text in contents]
+    flat = [chunk for chunks in chunked for chunk in chunks]
+    matrix = embedder.embed_documents(flat)
+    result, start = [], 0
+    for chunks in chunked:
+        result.append([row.tobytes() for row in matrix[start : start + len(chunks)]])
+        start += len(chunks)
+    return result
+
+
+class VectorIndex:
+    """One embedder's view of the store: its registry row and the vectors it owns."""
+
+    def __init__(self, store: Store, embedder: Any) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.fingerprint = embedder_fingerprint(embedder)
+        self._row: EmbedderRow | None = None
+
+    def row(self) -> EmbedderRow:
+        """The embedder's row, registered (with its vec0 table) on first use."""
+        if self._row is None:
+            with self.store.reading() as conn:
+                self._row = vector_sql.find_embedder(conn, self.fingerprint)
+        if self._row is None:
+            with self.store.writing() as conn:
+                self._row = vector_sql.register_embedder(
+                    conn, self.embedder.name, self.fingerprint, self.embedder.dims
+                )
+        return self._row
+
+    def backfill(
+        self, progress: Progress | None = None, should_stop: Callable[[], bool] = bool
+    ) -> int:
+        """Embed every searchable memory that lacks current vectors; returns how many."""
+        row = self.row()
+        with self.store.reading() as conn:
+            total = vector_sql.count_pending(conn, row)
+        done, after = 0, 0
+        while total and not should_stop():
+            with self.store.reading() as conn:
+                batch = vector_sql.pending_memories(conn, row, BACKFILL_BATCH, after)
+            if not batch:
+                break
+            self._write_batch(row, batch)
+            done, after = done + len(batch), batch[-1].seq
+            if progress is not None:
+                progress(done, total)
+        return done
+
+    def _write_batch(self, row: EmbedderRow, batch: list[PendingMemory]) -> None:
+        vectors = embed_contents(self.embedder, [memory.content for memory in batch])
+        with self.store.writing() as conn:
+            for memory, memory_vectors in zip(batch, vectors, strict=True):
+                if vector_sql.is_current(conn, memory):
+                    vector_sql.put_vectors(conn, row, memory, memory_vectors)

@@ -1,0 +1,211 @@
+"""The search pipeline: gather candidates, fuse, boost, rerank, gate, cut to the limit.
+
+Every candidate any channel proposed is kept with its per-stage numbers and an outcome, so
+`explain` can show what was returned and why the rest was not. The pipeline only reads: it
+gathers inside one read transaction and ranks outside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import apsw
+
+from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
+from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.store import MemoryRecord
+from memproc.store import memories as memory_sql
+from memproc.store import vectors as vector_sql
+from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.vectors import EmbedderRow
+
+# Dense search runs over chunks; ask for more chunks than memories so that several chunks of
+# one long memory do not crowd out other memories.
+CHUNKS_PER_CANDIDATE = 3
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    scopes: list[str]
+    kinds: list[str] | None
+    limit: int
+    lexical_match: str | None  # None: no lexical channel
+    query_vector: bytes | None  # None: no dense channel
+    embedder: EmbedderRow | None
+    rrf_k: int
+    pool: int
+    rerank_pool: int
+    min_confidence: float
+    weights: BoostWeights
+    now: datetime
+
+
+@dataclass
+class Candidate:
+    record: MemoryRecord
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_similarity: float | None = None
+    fused_score: float = 0.0
+    fused_rank: int | None = None
+    uses: int = 0
+    boost: float = 1.0
+    rerank_score: float | None = None
+    rerank_rank: int | None = None
+    final_score: float = 0.0
+    outcome: str = "outside_limit"
+    reason: str | None = None
+
+
+@dataclass
+class Ranked:
+    returned: list[Candidate]
+    considered: list[Candidate]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+# -- gathering (inside a read transaction) ---------------------------------------------------
+
+
+def gather(conn: apsw.Connection, plan: SearchPlan) -> dict[int, Candidate]:
+    candidates: dict[int, Candidate] = {}
+    if plan.lexical_match is not None:
+        _gather_lexical(conn, plan, candidates)
+    if plan.query_vector is not None and plan.embedder is not None:
+        _gather_dense(conn, plan, candidates)
+    if plan.weights.access > 0 and candidates:
+        for seq, uses in vector_sql.access_counts(conn, list(candidates)).items():
+            candidates[seq].uses = uses
+    return candidates
+
+
+def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
+    assert plan.lexical_match is not None
+    rows = memory_sql.search_lexical(
+        conn, plan.lexical_match, scopes=plan.scopes, kinds=plan.kinds, limit=plan.pool
+    )
+    for rank, row in enumerate(rows, start=1):
+        candidate = out.setdefault(row.record.seq, Candidate(record=row.record))
+        candidate.lexical_rank, candidate.lexical_score = rank, -float(row.bm25)
+
+
+def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
+    assert plan.query_vector is not None and plan.embedder is not None
+    hits = vector_sql.nearest(
+        conn,
+        plan.embedder,
+        plan.query_vector,
+        scopes=plan.scopes,
+        kinds=plan.kinds,
+        k=plan.pool * CHUNKS_PER_CANDIDATE,
+    )
+    best: dict[int, float] = {}
+    for seq, distance in hits:  # nearest first: the first chunk seen is a memory's best
+        best.setdefault(seq, 1.0 - distance)
+    ranked = list(best.items())[: plan.pool]
+    records = memory_sql.get_many_by_seq(conn, [seq for seq in best if seq not in out])
+    for rank, (seq, similarity) in enumerate(ranked, start=1):
+        candidate = out.get(seq)
+        if candidate is None:
+            record = records.get(seq)
+            if record is None:
+                continue  # deleted between the KNN and the fetch
+            candidate = out[seq] = Candidate(record=record)
+        candidate.dense_rank, candidate.dense_similarity = rank, similarity
+
+
+# -- ranking (no database) -------------------------------------------------------------------
+
+
+def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[Candidate]:
+    """Candidates that may be served, best first by fused score times boost; the others are
+    marked filtered with the reason."""
+    servable = [c for c in candidates.values() if _servable(c, plan)]
+    rankings = {
+        "lexical": _order_by(servable, "lexical_rank"),
+        "dense": _order_by(servable, "dense_rank"),
+    }
+    fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
+    for candidate in servable:
+        candidate.fused_score = fused.get(candidate.record.seq, 0.0)
+        candidate.boost = _boost(candidate, plan) if plan.weights.active else 1.0
+        candidate.final_score = _single_channel_score(candidate, plan) * candidate.boost
+    servable.sort(key=lambda c: (-c.final_score, -c.record.seq))
+    for rank, candidate in enumerate(sorted(servable, key=lambda c: -c.fused_score), start=1):
+        candidate.fused_rank = rank
+    return servable
+
+
+def _servable(candidate: Candidate, plan: SearchPlan) -> bool:
+    record = candidate.record
+    if record.status not in SEARCHABLE_STATUSES:
+        candidate.outcome, candidate.reason = "filtered", f"status {record.status}"
+    elif record.scope not in plan.scopes:
+        candidate.outcome, candidate.reason = "filtered", "outside the requested scopes"
+    elif plan.kinds is not None and record.kind not in plan.kinds:
+        candidate.outcome, candidate.reason = "filtered", f"kind {record.kind} not requested"
+    else:
+        return True
+    return False
+
+
+def _order_by(candidates: Sequence[Candidate], attribute: str) -> list[int]:
+    ranked = [c for c in candidates if getattr(c, attribute) is not None]
+    ranked.sort(key=lambda c: getattr(c, attribute))
+    return [c.record.seq for c in ranked]
+
+
+def _single_channel_score(candidate: Candidate, plan: SearchPlan) -> float:
+    """With one channel the score keeps that channel's meaning (bm25 or cosine); with both it
+    is the fused reciprocal-rank score."""
+    if plan.query_vector is None and candidate.lexical_score is not None:
+        return candidate.lexical_score
+    if plan.lexical_match is None and candidate.dense_similarity is not None:
+        return candidate.dense_similarity
+    return candidate.fused_score
+
+
+def _boost(candidate: Candidate, plan: SearchPlan) -> float:
+    record = candidate.record
+    when = parse_time(record.occurred_at or record.created_at)
+    return boost_factor(
+        when=when,
+        now=plan.now,
+        importance=record.importance,
+        uses=candidate.uses,
+        weights=plan.weights,
+    )
+
+
+def rerank(
+    ordered: list[Candidate], plan: SearchPlan, reranker: Any, query: str
+) -> list[Candidate]:
+    """Rescore the top `rerank_pool` with the cross-encoder; below the confidence floor a
+    candidate is not served however well it ranked. The rest keep their order after them."""
+    head, tail = ordered[: plan.rerank_pool], ordered[plan.rerank_pool :]
+    scores = reranker.score(query, [c.record.content for c in head])
+    for candidate, score in zip(head, scores, strict=True):
+        candidate.rerank_score = float(score)
+    head.sort(key=lambda c: -(c.rerank_score or 0.0))
+    kept: list[Candidate] = []
+    for rank, candidate in enumerate(head, start=1):
+        candidate.rerank_rank = rank
+        candidate.final_score = candidate.rerank_score or 0.0
+        if candidate.final_score < plan.min_confidence:
+            candidate.outcome = "below_confidence"
+            candidate.reason = f"rerank score below {plan.min_confidence}"
+        else:
+            kept.append(candidate)
+    for candidate in tail:
+        candidate.outcome, candidate.reason = "outside_limit", "beyond the rerank pool"
+    return kept
+
+
+def cut(ordered: list[Candidate], limit: int) -> list[Candidate]:
+    for candidate in ordered[:limit]:
+        candidate.outcome, candidate.reason = "returned", None
+    return ordered[:limit]
