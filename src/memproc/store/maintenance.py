@@ -1,0 +1,126 @@
+"""Finding and repairing drift between memories, their FTS rows and their vectors.
+
+Drift should not happen (every change to a memory updates all three in one transaction), but
+a database may have been edited by hand, restored from a partial copy, or written by a bug;
+`memproc index verify` says what is wrong and `memproc index rebuild` puts it right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import orjson
+
+from memproc.store.quoting import quote_identifier
+from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.vectors import EmbedderRow, all_embedders, count_pending
+
+_SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
+
+
+@dataclass
+class EmbedderDrift:
+    name: str
+    fingerprint_id: int
+    missing_or_stale: int  # searchable memories without current vectors
+    inactive_with_vectors: int  # memories that should have lost their vectors
+    orphan_vectors: int  # vector rows whose memory has no embedding record
+    chunk_mismatches: int  # embedding records whose chunk count disagrees with the rows
+
+    @property
+    def clean(self) -> bool:
+        return not (self.inactive_with_vectors or self.orphan_vectors or self.chunk_mismatches)
+
+
+@dataclass
+class IndexReport:
+    memories: int
+    fts_ok: bool
+    fts_error: str | None
+    embedders: list[EmbedderDrift] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return self.fts_ok and all(e.clean for e in self.embedders)
+
+
+def verify(conn: apsw.Connection) -> IndexReport:
+    memories = int(conn.execute("SELECT count(*) FROM memories").get or 0)
+    fts_ok, fts_error = _fts_integrity(conn)
+    report = IndexReport(memories=memories, fts_ok=fts_ok, fts_error=fts_error)
+    report.embedders = [_embedder_drift(conn, row) for row in all_embedders(conn)]
+    return report
+
+
+def _fts_integrity(conn: apsw.Connection) -> tuple[bool, str | None]:
+    """FTS5's own check compares the index with the content table (rank=1: content too)."""
+    try:
+        conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+    except apsw.CorruptError as exc:
+        return False, str(exc)
+    return True, None
+
+
+def _embedder_drift(conn: apsw.Connection, row: EmbedderRow) -> EmbedderDrift:
+    table = quote_identifier(row.table)
+    inactive = conn.execute(
+        "SELECT count(*) FROM memory_embeddings AS e JOIN memories AS m ON m.seq = e.memory_seq "
+        "WHERE e.embedder_id = ? AND m.status NOT IN (SELECT value FROM json_each(?))",
+        (row.id, _SEARCHABLE),
+    ).get
+    orphans = conn.execute(
+        f"SELECT count(*) FROM {table} AS v WHERE NOT EXISTS (SELECT 1 FROM memory_embeddings AS e "
+        "WHERE e.memory_seq = v.memory_seq AND e.embedder_id = ?)",
+        (row.id,),
+    ).get
+    mismatched = conn.execute(
+        f"SELECT count(*) FROM memory_embeddings AS e WHERE e.embedder_id = ? AND e.chunks != "
+        f"(SELECT count(*) FROM {table} AS v WHERE v.memory_seq = e.memory_seq)",
+        (row.id,),
+    ).get
+    return EmbedderDrift(
+        name=row.name,
+        fingerprint_id=row.id,
+        missing_or_stale=count_pending(conn, row),
+        inactive_with_vectors=int(inactive or 0),
+        orphan_vectors=int(orphans or 0),
+        chunk_mismatches=int(mismatched or 0),
+    )
+
+
+def rebuild_fts(conn: apsw.Connection) -> None:
+    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+
+
+def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
+    """Delete every vector and record that verify would flag, so a backfill can redo them:
+    inactive memories' vectors, orphans, and memories whose chunk counts disagree."""
+    table = quote_identifier(row.table)
+    doomed = [
+        int(seq)
+        for (seq,) in conn.execute(
+            "SELECT e.memory_seq FROM memory_embeddings AS e JOIN memories AS m "
+            "ON m.seq = e.memory_seq WHERE e.embedder_id = :id AND (m.status NOT IN "
+            "(SELECT value FROM json_each(:searchable)) OR e.content_sha256 != m.content_sha256 "
+            f"OR e.chunks != (SELECT count(*) FROM {table} AS v "
+            "WHERE v.memory_seq = e.memory_seq))",
+            {"id": row.id, "searchable": _SEARCHABLE},
+        )
+    ]
+    for seq in doomed:
+        conn.execute(f"DELETE FROM {table} WHERE memory_seq = ?", (seq,))
+        conn.execute(
+            "DELETE FROM memory_embeddings WHERE memory_seq = ? AND embedder_id = ?", (seq, row.id)
+        )
+    orphans = [
+        int(rowid)
+        for (rowid,) in conn.execute(
+            f"SELECT rowid FROM {table} AS v WHERE NOT EXISTS (SELECT 1 FROM memory_embeddings "
+            "AS e WHERE e.memory_seq = v.memory_seq AND e.embedder_id = ?)",
+            (row.id,),
+        )
+    ]
+    for rowid in orphans:
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+    return len(doomed) + len(orphans)
