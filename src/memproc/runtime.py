@@ -15,10 +15,12 @@ from typing import Any
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
 from memproc.models.manager import ModelManager
+from memproc.retrieval.dense_cache import DenseCache
 from memproc.retrieval.indexing import VectorIndex
 from memproc.scopes import ScopePolicy
 from memproc.store import Store
 from memproc.store.connection import ConnectionSettings
+from memproc.store.vectors import EmbedderRow
 
 log = logging.getLogger("memproc.runtime")
 
@@ -40,6 +42,7 @@ class Runtime:
         # Filled in by the transport: send a server-initiated notification to the client.
         self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
         self._index: VectorIndex | None = None
+        self._dense_caches: dict[int, DenseCache] = {}
         self._closing = threading.Event()
 
     def open_store(self) -> None:
@@ -117,10 +120,39 @@ class Runtime:
                     },
                 )
 
-            return index.backfill(progress, should_stop=self._closing.is_set)
+            done = index.backfill(progress, should_stop=self._closing.is_set)
+            self.warm_dense_cache(index.row())
+            return done
         except MemprocError as exc:
             log.warning("backfill stopped", extra={"kind": exc.kind})
             return 0
+
+    def dense_cache(self, row: EmbedderRow) -> DenseCache:
+        """This process's in-memory copy of an embedder's vectors (maybe not loaded yet: then
+        one load starts in the background and searches use sqlite-vec meanwhile)."""
+        with self._store_lock:
+            cache = self._dense_caches.get(row.id)
+            if cache is None:
+                cache = self._dense_caches[row.id] = DenseCache(row)
+        if not cache.loaded and not cache.loading:
+            threading.Thread(
+                target=self.warm_dense_cache, args=(row,), name="memproc-dense", daemon=True
+            ).start()
+        return cache
+
+    def warm_dense_cache(self, row: EmbedderRow) -> None:
+        """Load the in-memory copy unless it is loaded or another thread is loading it."""
+        with self._store_lock:
+            cache = self._dense_caches.setdefault(row.id, DenseCache(row))
+        if cache.loaded or not cache.claim_loading():
+            return
+        try:
+            with self.store().reading() as conn:
+                cache.load(conn)
+        except MemprocError as exc:
+            log.warning("dense cache not loaded", extra={"kind": exc.kind})
+        finally:
+            cache.release_loading()
 
     def store_state(self) -> tuple[str, str | None]:
         if self._store is not None:

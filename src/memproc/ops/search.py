@@ -42,7 +42,8 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     with store.reading(ctx.token) as conn:
         embedder_row = None if index is None else vector_sql.find_embedder(conn, index.fingerprint)
         plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector)
-        candidates = pipeline.gather(conn, plan)
+        gathered = pipeline.gather(conn, plan)
+    candidates = gathered.candidates
     ordered = pipeline.fuse_and_boost(candidates, plan)
     if reranker is not None:
         ctx.token.check()
@@ -53,7 +54,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
             vector_sql.record_access(conn, [c.record.seq for c in returned], "search", True)
     explanation = None
     if params.explain:
-        explanation = _explain(plan, candidates, query_text, index, reranker, mode)
+        explanation = _explain(plan, gathered, query_text, index, reranker, mode)
     return SearchResult(
         results=[_hit(c) for c in returned],
         mode=mode,
@@ -97,6 +98,7 @@ def _plan(
         lexical_match=None if mode == "dense" else fts_match_any(params.query),
         query_vector=None if query_vector is None else query_vector.tobytes(),
         embedder=embedder_row,
+        dense_cache=None if embedder_row is None else ctx.runtime.dense_cache(embedder_row),
         rrf_k=config.rrf_k,
         pool=max(config.candidate_pool, params.limit),
         rerank_pool=max(config.rerank_pool, params.limit),
@@ -125,13 +127,13 @@ def _hit(candidate: Candidate) -> Any:
 
 def _explain(
     plan: SearchPlan,
-    candidates: dict[int, Candidate],
+    gathered: pipeline.Gathered,
     dense_query: str | None,
     index: VectorIndex | None,
     reranker: Any,
     mode: str,
 ) -> Explanation:
-    everyone = sorted(candidates.values(), key=_explain_order)
+    everyone = sorted(gathered.candidates.values(), key=_explain_order)
     counts = {
         "lexical": sum(c.lexical_rank is not None for c in everyone),
         "dense": sum(c.dense_rank is not None for c in everyone),
@@ -149,6 +151,7 @@ def _explain(
         ),
         settings={
             "mode": mode,
+            "dense_index": gathered.dense_source,
             "rrf_k": plan.rrf_k,
             "candidate_pool": plan.pool,
             "rerank_pool": plan.rerank_pool,

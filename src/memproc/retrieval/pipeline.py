@@ -13,8 +13,10 @@ from datetime import datetime
 from typing import Any
 
 import apsw
+import numpy as np
 
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
+from memproc.retrieval.dense_cache import DenseCache
 from memproc.retrieval.fusion import reciprocal_rank_fusion
 from memproc.store import MemoryRecord
 from memproc.store import memories as memory_sql
@@ -35,6 +37,7 @@ class SearchPlan:
     lexical_match: str | None  # None: no lexical channel
     query_vector: bytes | None  # None: no dense channel
     embedder: EmbedderRow | None
+    dense_cache: DenseCache | None
     rrf_k: int
     pool: int
     rerank_pool: int
@@ -71,16 +74,22 @@ class Ranked:
 # -- gathering (inside a read transaction) ---------------------------------------------------
 
 
-def gather(conn: apsw.Connection, plan: SearchPlan) -> dict[int, Candidate]:
-    candidates: dict[int, Candidate] = {}
+@dataclass
+class Gathered:
+    candidates: dict[int, Candidate]
+    dense_source: str | None = None  # "memory" (the in-process copy) or "sqlite-vec"
+
+
+def gather(conn: apsw.Connection, plan: SearchPlan) -> Gathered:
+    gathered = Gathered(candidates={})
     if plan.lexical_match is not None:
-        _gather_lexical(conn, plan, candidates)
+        _gather_lexical(conn, plan, gathered.candidates)
     if plan.query_vector is not None and plan.embedder is not None:
-        _gather_dense(conn, plan, candidates)
-    if plan.weights.access > 0 and candidates:
-        for seq, uses in vector_sql.access_counts(conn, list(candidates)).items():
-            candidates[seq].uses = uses
-    return candidates
+        gathered.dense_source = _gather_dense(conn, plan, gathered.candidates)
+    if plan.weights.access > 0 and gathered.candidates:
+        for seq, uses in vector_sql.access_counts(conn, list(gathered.candidates)).items():
+            gathered.candidates[seq].uses = uses
+    return gathered
 
 
 def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
@@ -93,16 +102,8 @@ def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Cand
         candidate.lexical_rank, candidate.lexical_score = rank, -float(row.bm25)
 
 
-def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
-    assert plan.query_vector is not None and plan.embedder is not None
-    hits = vector_sql.nearest(
-        conn,
-        plan.embedder,
-        plan.query_vector,
-        scopes=plan.scopes,
-        kinds=plan.kinds,
-        k=plan.pool * CHUNKS_PER_CANDIDATE,
-    )
+def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> str:
+    hits, source = _nearest_chunks(conn, plan)
     best: dict[int, float] = {}
     for seq, distance in hits:  # nearest first: the first chunk seen is a memory's best
         best.setdefault(seq, 1.0 - distance)
@@ -116,6 +117,21 @@ def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candid
                 continue  # deleted between the KNN and the fetch
             candidate = out[seq] = Candidate(record=record)
         candidate.dense_rank, candidate.dense_similarity = rank, similarity
+    return source
+
+
+def _nearest_chunks(conn: apsw.Connection, plan: SearchPlan) -> tuple[list[tuple[int, float]], str]:
+    """From the in-memory copy when it is loaded and current, else from sqlite-vec."""
+    assert plan.query_vector is not None and plan.embedder is not None
+    k = plan.pool * CHUNKS_PER_CANDIDATE
+    cache = plan.dense_cache
+    if cache is not None and cache.loaded and cache.refresh(conn):
+        query = np.frombuffer(plan.query_vector, dtype=np.float32)
+        return cache.nearest(query, plan.scopes, plan.kinds, k), "memory"
+    hits = vector_sql.nearest(
+        conn, plan.embedder, plan.query_vector, scopes=plan.scopes, kinds=plan.kinds, k=k
+    )
+    return hits, "sqlite-vec"
 
 
 # -- ranking (no database) -------------------------------------------------------------------

@@ -14,7 +14,13 @@ import orjson
 
 from memproc.store.quoting import quote_identifier
 from memproc.store.records import SEARCHABLE_STATUSES
-from memproc.store.vectors import EmbedderRow, all_embedders, count_pending
+from memproc.store.vectors import (
+    EmbedderRow,
+    all_embedders,
+    count_pending,
+    journal,
+    remove_memory_vectors,
+)
 
 _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
 
@@ -69,22 +75,23 @@ def _embedder_drift(conn: apsw.Connection, row: EmbedderRow) -> EmbedderDrift:
         "WHERE e.embedder_id = ? AND m.status NOT IN (SELECT value FROM json_each(?))",
         (row.id, _SEARCHABLE),
     ).get
-    orphans = conn.execute(
-        f"SELECT count(*) FROM {table} AS v WHERE NOT EXISTS (SELECT 1 FROM memory_embeddings AS e "
-        "WHERE e.memory_seq = v.memory_seq AND e.embedder_id = ?)",
-        (row.id,),
-    ).get
+    vec_rowids = {int(r) for (r,) in conn.execute(f"SELECT rowid FROM {table}")}
+    listed = {
+        int(r)
+        for (r,) in conn.execute("SELECT rowid FROM vector_rows WHERE embedder_id = ?", (row.id,))
+    }
     mismatched = conn.execute(
-        f"SELECT count(*) FROM memory_embeddings AS e WHERE e.embedder_id = ? AND e.chunks != "
-        f"(SELECT count(*) FROM {table} AS v WHERE v.memory_seq = e.memory_seq)",
-        (row.id,),
+        "SELECT count(*) FROM memory_embeddings AS e WHERE e.embedder_id = :id AND e.chunks != "
+        "(SELECT count(*) FROM vector_rows AS r WHERE r.memory_seq = e.memory_seq "
+        "AND r.embedder_id = :id)",
+        {"id": row.id},
     ).get
     return EmbedderDrift(
         name=row.name,
         fingerprint_id=row.id,
         missing_or_stale=count_pending(conn, row),
         inactive_with_vectors=int(inactive or 0),
-        orphan_vectors=int(orphans or 0),
+        orphan_vectors=len(vec_rowids ^ listed),
         chunk_mismatches=int(mismatched or 0),
     )
 
@@ -95,32 +102,34 @@ def rebuild_fts(conn: apsw.Connection) -> None:
 
 def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
     """Delete every vector and record that verify would flag, so a backfill can redo them:
-    inactive memories' vectors, orphans, and memories whose chunk counts disagree."""
-    table = quote_identifier(row.table)
+    inactive or edited memories' vectors, chunk-count mismatches, and orphan rows."""
     doomed = [
         int(seq)
         for (seq,) in conn.execute(
             "SELECT e.memory_seq FROM memory_embeddings AS e JOIN memories AS m "
             "ON m.seq = e.memory_seq WHERE e.embedder_id = :id AND (m.status NOT IN "
             "(SELECT value FROM json_each(:searchable)) OR e.content_sha256 != m.content_sha256 "
-            f"OR e.chunks != (SELECT count(*) FROM {table} AS v "
-            "WHERE v.memory_seq = e.memory_seq))",
+            "OR e.chunks != (SELECT count(*) FROM vector_rows AS r "
+            "WHERE r.memory_seq = e.memory_seq AND r.embedder_id = :id))",
             {"id": row.id, "searchable": _SEARCHABLE},
         )
     ]
     for seq in doomed:
-        conn.execute(f"DELETE FROM {table} WHERE memory_seq = ?", (seq,))
-        conn.execute(
-            "DELETE FROM memory_embeddings WHERE memory_seq = ? AND embedder_id = ?", (seq, row.id)
-        )
-    orphans = [
-        int(rowid)
-        for (rowid,) in conn.execute(
-            f"SELECT rowid FROM {table} AS v WHERE NOT EXISTS (SELECT 1 FROM memory_embeddings "
-            "AS e WHERE e.memory_seq = v.memory_seq AND e.embedder_id = ?)",
-            (row.id,),
-        )
-    ]
-    for rowid in orphans:
+        remove_memory_vectors(conn, row, seq)
+    return len(doomed) + _drop_orphans(conn, row)
+
+
+def _drop_orphans(conn: apsw.Connection, row: EmbedderRow) -> int:
+    """vec0 rows no vector_rows entry lists, and entries whose vec0 row is gone."""
+    table = quote_identifier(row.table)
+    vec_rowids = {int(r) for (r,) in conn.execute(f"SELECT rowid FROM {table}")}
+    listed = {
+        int(r)
+        for (r,) in conn.execute("SELECT rowid FROM vector_rows WHERE embedder_id = ?", (row.id,))
+    }
+    for rowid in vec_rowids - listed:
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-    return len(doomed) + len(orphans)
+        journal(conn, row.id, rowid, added=False)
+    for rowid in listed - vec_rowids:
+        conn.execute("DELETE FROM vector_rows WHERE rowid = ?", (rowid,))
+    return len(vec_rowids ^ listed)

@@ -81,6 +81,24 @@ CREATE TABLE memory_embeddings (
     PRIMARY KEY (memory_seq, embedder_id)
 ) STRICT;
 
+-- Which vec0 rows belong to which memory (vec0 cannot index its own metadata columns), and
+-- a journal of vector rows added and removed, from which each process keeps its in-memory
+-- copy of the vectors current without re-reading them all.
+CREATE TABLE vector_rows (
+    rowid       INTEGER PRIMARY KEY,
+    embedder_id INTEGER NOT NULL REFERENCES embedders (id),
+    memory_seq  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX vector_rows_by_memory ON vector_rows (memory_seq, embedder_id);
+
+CREATE TABLE vector_journal (
+    id          INTEGER PRIMARY KEY,
+    embedder_id INTEGER NOT NULL,
+    vec_rowid   INTEGER NOT NULL,
+    added       INTEGER NOT NULL CHECK (added IN (0, 1))
+) STRICT;
+CREATE INDEX vector_journal_by_embedder ON vector_journal (embedder_id, id);
+
 -- Append-only record of use: reinforcing searches and explicit feedback. Plain searches
 -- never write here (reads do not mutate state unless asked to).
 CREATE TABLE memory_access (

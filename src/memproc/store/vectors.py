@@ -67,6 +67,11 @@ def all_embedders(conn: apsw.Connection) -> list[EmbedderRow]:
     return [EmbedderRow(*row) for row in conn.execute("SELECT id, name, dims FROM embedders")]
 
 
+# The journal keeps this many recent entries per trim; a process further behind reloads all.
+JOURNAL_KEEP = 200_000
+JOURNAL_TRIM_EVERY = 10_000
+
+
 def put_vectors(
     conn: apsw.Connection,
     embedder: EmbedderRow,
@@ -74,12 +79,20 @@ def put_vectors(
     vectors: Sequence[bytes],
 ) -> None:
     """Replace the memory's vectors for this embedder with one row per chunk."""
+    remove_memory_vectors(conn, embedder, memory.seq)
     table = quote_identifier(embedder.table)
-    conn.execute(f"DELETE FROM {table} WHERE memory_seq = ?", (memory.seq,))
-    conn.executemany(
-        f"INSERT INTO {table} (scope, kind, memory_seq, embedding) VALUES (?, ?, ?, ?)",
-        [(memory.scope, memory.kind, memory.seq, vector) for vector in vectors],
-    )
+    for vector in vectors:
+        conn.execute(
+            "INSERT INTO vector_rows (embedder_id, memory_seq) VALUES (?, ?)",
+            (embedder.id, memory.seq),
+        )
+        rowid = conn.last_insert_rowid()
+        conn.execute(
+            f"INSERT INTO {table} (rowid, scope, kind, memory_seq, embedding) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (rowid, memory.scope, memory.kind, memory.seq, vector),
+        )
+        journal(conn, embedder.id, rowid, added=True)
     conn.execute(
         "INSERT INTO memory_embeddings (memory_seq, embedder_id, content_sha256, chunks) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (memory_seq, embedder_id) DO UPDATE SET "
@@ -91,10 +104,78 @@ def put_vectors(
 def delete_vectors(conn: apsw.Connection, memory_seq: int) -> None:
     """Drop a memory's vectors under every embedder (it left the searchable states)."""
     for embedder in all_embedders(conn):
-        conn.execute(
-            f"DELETE FROM {quote_identifier(embedder.table)} WHERE memory_seq = ?", (memory_seq,)
+        remove_memory_vectors(conn, embedder, memory_seq)
+
+
+def remove_memory_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_seq: int) -> None:
+    """Delete one memory's vec0 rows for one embedder (and its record), journalling each."""
+    table = quote_identifier(embedder.table)
+    rowids = [
+        int(rowid)
+        for (rowid,) in conn.execute(
+            "SELECT rowid FROM vector_rows WHERE memory_seq = ? AND embedder_id = ?",
+            (memory_seq, embedder.id),
         )
-    conn.execute("DELETE FROM memory_embeddings WHERE memory_seq = ?", (memory_seq,))
+    ]
+    for rowid in rowids:
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        conn.execute("DELETE FROM vector_rows WHERE rowid = ?", (rowid,))
+        journal(conn, embedder.id, rowid, added=False)
+    conn.execute(
+        "DELETE FROM memory_embeddings WHERE memory_seq = ? AND embedder_id = ?",
+        (memory_seq, embedder.id),
+    )
+
+
+def journal(conn: apsw.Connection, embedder_id: int, rowid: int, *, added: bool) -> None:
+    conn.execute(
+        "INSERT INTO vector_journal (embedder_id, vec_rowid, added) VALUES (?, ?, ?)",
+        (embedder_id, rowid, int(added)),
+    )
+    entry = conn.last_insert_rowid()
+    if entry % JOURNAL_TRIM_EVERY == 0:
+        conn.execute("DELETE FROM vector_journal WHERE id <= ?", (entry - JOURNAL_KEEP,))
+
+
+# -- what a process's in-memory copy of the vectors reads ---------------------------------------
+
+
+def journal_bounds(conn: apsw.Connection, embedder: EmbedderRow) -> tuple[int, int]:
+    """(oldest, newest) journal ids for this embedder; (0, 0) when it has none."""
+    row = conn.execute(
+        "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM vector_journal "
+        "WHERE embedder_id = ?",
+        (embedder.id,),
+    ).fetchone()
+    assert row is not None  # an aggregate always yields a row
+    return int(row[0]), int(row[1])
+
+
+def journal_since(
+    conn: apsw.Connection, embedder: EmbedderRow, after_id: int
+) -> list[tuple[int, bool]]:
+    """(vec rowid, added) changes after `after_id`, oldest first."""
+    rows = conn.execute(
+        "SELECT vec_rowid, added FROM vector_journal WHERE embedder_id = ? AND id > ? ORDER BY id",
+        (embedder.id, after_id),
+    )
+    return [(int(rowid), bool(added)) for rowid, added in rows]
+
+
+VectorRow = tuple[int, str, str, int, bytes]  # rowid, scope, kind, memory_seq, embedding
+
+
+def all_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> list[VectorRow]:
+    table = quote_identifier(embedder.table)
+    return list(conn.execute(f"SELECT rowid, scope, kind, memory_seq, embedding FROM {table}"))
+
+
+def vector_rows_by_id(
+    conn: apsw.Connection, embedder: EmbedderRow, rowids: Sequence[int]
+) -> list[VectorRow]:
+    table = quote_identifier(embedder.table)
+    sql = f"SELECT rowid, scope, kind, memory_seq, embedding FROM {table} WHERE rowid = ?"
+    return [row for rowid in rowids for row in conn.execute(sql, (rowid,))]
 
 
 def pending_memories(
