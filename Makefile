@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The tests run real inference with MiniLM, fetched once into this cache (tests/conftest.py).
+TEST_MODELS := .cache/models
 
 .PHONY: serve test lint typecheck schemas bench-startup clean
 
@@ -20,6 +22,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/memproc schema --out schemas --check
+	$(BIN)/memproc models pull minilm-l6-int8 --models-dir $(TEST_MODELS)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -76,3 +76,18 @@ def runtime(make_runtime: Callable[..., Runtime], db_path: str) -> Runtime:
 @pytest.fixture
 def ctx(runtime: Runtime) -> OpContext:
     return OpContext(runtime=runtime)
+
+
+# -- models ------------------------------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_CACHE = REPO_ROOT / ".cache" / "models"
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """The real all-MiniLM-L6-v2 int8 model, built once into <repo>/.cache/models (`make test`
+    pulls it first; pulling again only re-verifies the hashes)."""
+    from memproc.models.pull import pull
+
+    return Path(pull("minilm-l6-int8", str(MODELS_CACHE)))

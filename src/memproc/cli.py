@@ -1,4 +1,10 @@
-"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/`."""
+"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/`;
+`memproc models` manages the model cache.
+
+Exit codes: 0 success, 1 the operation failed (a download, a hash, a model that does not
+verify), 2 bad usage or configuration. Progress and messages go to stderr; stdout carries only
+results (the table of `models list`, the directory a model was installed in).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from memproc import __version__
 from memproc.config import ConfigError, load_config
+from memproc.models.catalog import HF_ENDPOINT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,19 +37,47 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-pending", type=int, help="queued requests before -32011")
     serve.add_argument("--max-line-bytes", type=int, help="longest accepted request line")
     serve.add_argument("--log-level", help="debug, info, warning or error")
+    serve.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    serve.add_argument("--embedder", help='embedder to load: a model name, "auto" or "none"')
+    serve.add_argument("--reranker", help='reranker to load: a model name, "auto" or "none"')
 
     schema = commands.add_parser("schema", help="write JSON Schema files for the protocol")
     schema.add_argument("--out", default="schemas", help="output directory (default ./schemas)")
     schema.add_argument(
         "--check", action="store_true", help="exit 1 if the directory differs from the code"
     )
+    _add_models_parser(commands)
     return parser
+
+
+MODELS_DIR_HELP = "model cache directory (default: $MEMPROC_MODELS or ~/.cache/memproc/models)"
+
+
+def _add_models_parser(commands: Any) -> None:
+    models = commands.add_parser("models", help="list, pull, install or verify models")
+    actions = models.add_subparsers(dest="action", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    common.add_argument("--config", help="TOML settings file")
+    actions.add_parser("list", parents=[common], help="installed models and the ones to pull")
+    pull = actions.add_parser("pull", parents=[common], help="build a model from the catalog")
+    pull.add_argument("name", help="catalog name, e.g. minilm-l6-int8")
+    pull.add_argument(
+        "--endpoint", default=HF_ENDPOINT, help=f"model repository base URL (default {HF_ENDPOINT})"
+    )
+    install = actions.add_parser(
+        "install", parents=[common], help="copy a model directory with a manifest into the cache"
+    )
+    install.add_argument("directory")
+    actions.add_parser("verify", parents=[common], help="re-hash every installed model")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "schema":
         return _schema(args)
+    if args.command == "models":
+        return _models(args)
     return _serve(args)
 
 
@@ -59,6 +95,9 @@ def _serve(args: argparse.Namespace) -> int:
         "max_pending": args.max_pending,
         "max_line_bytes": args.max_line_bytes,
         "log_level": args.log_level,
+        "models_dir": args.models_dir,
+        "embedder": args.embedder,
+        "reranker": args.reranker,
     }
     try:
         config = load_config(config_file=args.config, flags=flags)
@@ -72,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(config.log_level)
     runtime = Runtime(config)
     runtime.open_store()
-    runtime.models.start()
+    runtime.start_models()
     return Service(runtime, in_fd=0, out_fd=protocol_fd).run()
 
 
@@ -86,3 +125,98 @@ def _schema(args: argparse.Namespace) -> int:
         return 1 if differences else 0
     write_schemas(args.out)
     return 0
+
+
+# -- memproc models ------------------------------------------------------------------------------
+
+
+def _models(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(config_file=args.config, flags={"models_dir": args.models_dir})
+    except ConfigError as exc:
+        print(f"memproc: {exc}", file=sys.stderr)
+        return 2
+    from memproc.models.manifest import ModelError
+
+    action = {
+        "list": _models_list,
+        "pull": _models_pull,
+        "install": _models_install,
+        "verify": _models_verify,
+    }[args.action]
+    try:
+        return action(args, config.models_dir)
+    except ModelError as exc:
+        print(f"memproc: {exc.reason}: {exc}", file=sys.stderr)
+        return 2 if exc.reason == "unknown_model" else 1
+    except OSError as exc:
+        print(f"memproc: {exc}", file=sys.stderr)
+        return 1
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _models_list(args: argparse.Namespace, models_dir: str) -> int:
+    from memproc.models.catalog import CATALOG
+    from memproc.models.manifest import ModelError, read_manifest
+    from memproc.models.pull import installed
+
+    _progress(f"models in {models_dir}")
+    rows = [["NAME", "KIND", "DIMS", "POOLING", "LICENCE", "SOURCE"]]
+    names = installed(models_dir)
+    for name in names:
+        try:
+            manifest = read_manifest(os.path.join(models_dir, name))
+        except ModelError as exc:
+            rows.append([name, "invalid", "-", "-", "-", f"{exc.reason}: {exc}"])
+            continue
+        dims = "-" if manifest.dims is None else str(manifest.dims)
+        pooling = manifest.pooling if manifest.kind == "embedder" else "-"
+        rows.append([name, manifest.kind, dims, pooling, manifest.licence, manifest.source])
+    if names:
+        print(_table(rows))
+    else:
+        _progress("no models installed")
+    missing = sorted(set(CATALOG) - set(names))
+    if missing:
+        print(f"not installed (memproc models pull NAME): {', '.join(missing)}")
+    return 0
+
+
+def _table(rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell; the last column is left ragged."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        padded = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        lines.append("  ".join([*padded, row[-1]]))
+    return "\n".join(lines)
+
+
+def _models_pull(args: argparse.Namespace, models_dir: str) -> int:
+    from memproc.models.pull import pull
+
+    print(pull(args.name, models_dir, endpoint=args.endpoint, progress=_progress))
+    return 0
+
+
+def _models_install(args: argparse.Namespace, models_dir: str) -> int:
+    from memproc.models.pull import install
+
+    target = install(args.directory, models_dir)
+    _progress(f"installed {os.path.basename(target)} in {models_dir}")
+    print(target)
+    return 0
+
+
+def _models_verify(args: argparse.Namespace, models_dir: str) -> int:
+    from memproc.models.pull import verify_all
+
+    results = verify_all(models_dir)
+    if not results:
+        _progress(f"no models installed in {models_dir}")
+    for name, failure in results.items():
+        print(f"ok      {name}" if failure is None else f"FAILED  {name}: {failure}")
+    return 1 if any(failure is not None for failure in results.values()) else 0

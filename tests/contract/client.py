@@ -264,6 +264,22 @@ class Client:
             with self._cond:
                 self._cond.wait(0.01)
 
+    def wait_component(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Poll `server.info` until component `name` has left "loading"; its state object.
+        Between polls it waits on the reader's condition (as wait_stderr does), so the loop
+        paces itself without a sleep and still fails at once if the child dies."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._failure(f"timed out waiting for {name} to leave 'loading'")
+            info = self.result("server.info", timeout=remaining)
+            component: dict[str, Any] = info["components"][name]
+            if component["state"] != "loading":
+                return component
+            with self._cond:
+                self._cond.wait(0.02)
+
     def release(self, name: str) -> None:
         self.control(f"release-{name}").touch()
 
@@ -339,9 +355,21 @@ class Client:
 
 
 def memproc_argv(db: Path, *extra: str, wrapper: Path | None = None) -> list[str]:
-    """The command line for `memproc serve`, run directly or through a test wrapper script."""
+    """The command line for `memproc serve`, run directly or through a test wrapper script.
+
+    Unless the test passes `--models-dir`, the server gets an empty models directory beside
+    the database: with the default "auto" it would otherwise load whatever models the machine
+    has in ~/.cache/memproc/models, and the tests would depend on that."""
     head = [sys.executable, "-m", "memproc"] if wrapper is None else [sys.executable, str(wrapper)]
-    return [*head, "serve", "--db", str(db), *extra]
+    asks = any(arg == "--models-dir" or arg.startswith("--models-dir=") for arg in extra)
+    models = [] if asks else ["--models-dir", str(empty_models_dir(db))]
+    return [*head, "serve", "--db", str(db), *models, *extra]
+
+
+def empty_models_dir(db: Path) -> Path:
+    directory = db.parent / "no-models"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
 
 
 Spawn = Callable[..., Client]

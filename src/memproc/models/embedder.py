@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from memproc.models.batching import length_sorted_batches, pad_batch
-from memproc.models.manifest import ModelError, ModelManifest, load_verified
-from memproc.models.runtime import load_tokenizer, make_session, run_session
+from memproc.models.manifest import ModelError
+from memproc.models.runtime import OnnxModel
 
 
-class Embedder:
+class Embedder(OnnxModel):
+    kind = "embedder"
+
     def __init__(self, directory: str, threads: int = 1) -> None:
-        manifest = load_verified(directory)
-        if manifest.kind != "embedder":
-            raise ModelError("wrong_kind", f"{manifest.name} is a {manifest.kind}, not an embedder")
-        self.manifest: ModelManifest = manifest
-        self.dims: int = manifest.dims or 0
-        self._session = make_session(directory, threads)
-        self._tokenizer = load_tokenizer(directory, manifest)
-        self._input_names = {node.name for node in self._session.get_inputs()}
+        super().__init__(directory, threads)
+        self.dims: int = self.manifest.dims or 0
         self._check_dims()
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([self.manifest.document_prefix + text for text in texts])
@@ -37,21 +27,13 @@ class Embedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dims); rows are unit length if normalize is on."""
         output = np.zeros((len(texts), self.dims), dtype=np.float32)
-        if not texts:
-            return output
-        encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = [len(encoding.ids) for encoding in encodings]
-        for batch in length_sorted_batches(lengths):
-            output[batch] = self._embed_batch([encodings[i] for i in batch])
-        return output
+        return self._run_batched(texts, output, self._embed_batch)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
 
-    def _embed_batch(self, encodings: Sequence[Any]) -> np.ndarray:
-        feeds = {k: v for k, v in pad_batch(encodings).items() if k in self._input_names}
-        hidden = run_session(self._session, feeds)[0]
-        pooled = self._pool(np.asarray(hidden, dtype=np.float32), feeds["attention_mask"])
+    def _embed_batch(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        pooled = self._pool(self._run(feeds), feeds["attention_mask"])
         if self.manifest.normalize:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             pooled = pooled / np.maximum(norms, 1e-12)
@@ -66,6 +48,8 @@ class Embedder:
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
     def _check_dims(self) -> None:
-        probe = self.embed(["dimension probe"])
-        if probe.shape[1] != self.dims or not np.isfinite(probe).all():
+        """Run one text at load time so a manifest that lies about dims fails here, with a
+        clear reason, rather than inside the first request."""
+        probe = self._embed_batch(self._feeds(self._tokenizer.encode_batch(["dimension probe"])))
+        if probe.shape != (1, self.dims) or not np.isfinite(probe).all():
             raise ModelError("bad_manifest", f"model output does not match dims={self.dims}")

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 import zipfile
 from collections.abc import Callable
@@ -170,6 +171,9 @@ def _fetch_from_repo(source: RepoFile, dest: str, endpoint: str, progress: Progr
     try:
         with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
             shutil.copyfileobj(response, out, 1 << 20)
+    except urllib.error.HTTPError as exc:
+        exc.close()  # an HTTPError holds the open response; do not leave it to the collector
+        raise ModelError("download_failed", f"cannot download {url}: HTTP {exc.code}") from None
     except OSError as exc:
         raise ModelError("download_failed", f"cannot download {url}: {exc}") from None
 

@@ -7,9 +7,16 @@ service does not pay for them: models load on a background thread after start-up
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
-from memproc.models.manifest import ModelError, ModelManifest
+import numpy as np
+
+from memproc.models.batching import length_sorted_batches, pad_batch
+from memproc.models.manifest import ModelError, ModelManifest, load_verified
+
+# The inputs pad_batch can feed; a graph that needs anything else cannot be run.
+FEEDABLE_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 
 
 def make_session(directory: str, threads: int) -> Any:
@@ -55,3 +62,57 @@ def run_session(session: Any, feeds: dict[str, Any]) -> list[Any]:
     except Exception as exc:
         raise ModelError("inference_failed", f"onnxruntime inference failed: {exc}") from None
     return result
+
+
+def graph_inputs(session: Any) -> frozenset[str]:
+    """The graph's input names, refused at load time (not at the first request) when the
+    graph wants an input that a tokenizer cannot supply."""
+    names = frozenset(node.name for node in session.get_inputs())
+    unknown = names - FEEDABLE_INPUTS
+    if unknown:
+        raise ModelError("invalid_model", f"model.onnx needs unsupported inputs {sorted(unknown)}")
+    return names
+
+
+class OnnxModel:
+    """What every model shares: a verified directory of the right kind, an onnxruntime session,
+    a tokenizer, and length-sorted batched inference. Subclasses say which kind they are and
+    what one batch computes."""
+
+    kind: ClassVar[str]
+    pairs: ClassVar[bool] = False  # the tokenizer encodes (query, passage) pairs
+
+    def __init__(self, directory: str, threads: int = 1) -> None:
+        manifest = load_verified(directory)
+        if manifest.kind != self.kind:
+            raise ModelError(
+                "wrong_kind", f"{manifest.name} is a {manifest.kind}, not a {self.kind}"
+            )
+        self.manifest: ModelManifest = manifest
+        self._session = make_session(directory, threads)
+        self._input_names = graph_inputs(self._session)
+        self._tokenizer = load_tokenizer(directory, manifest, pairs=self.pairs)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    def _run_batched(
+        self, inputs: Sequence[Any], out: np.ndarray, batch_fn: Callable[[dict[str, Any]], Any]
+    ) -> np.ndarray:
+        """Tokenize `inputs`, run them in length-sorted batches and write each batch's rows of
+        `out` in the inputs' original order."""
+        if not inputs:
+            return out
+        encodings = self._tokenizer.encode_batch(list(inputs))
+        lengths = [len(encoding.ids) for encoding in encodings]
+        for batch in length_sorted_batches(lengths):
+            out[batch] = batch_fn(self._feeds([encodings[i] for i in batch]))
+        return out
+
+    def _feeds(self, encodings: Sequence[Any]) -> dict[str, np.ndarray]:
+        return {k: v for k, v in pad_batch(encodings).items() if k in self._input_names}
+
+    def _run(self, feeds: dict[str, Any]) -> np.ndarray:
+        """The graph's first output as float32."""
+        return np.asarray(run_session(self._session, feeds)[0], dtype=np.float32)
