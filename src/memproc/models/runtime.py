@@ -20,21 +20,33 @@ FEEDABLE_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 
 
 def make_session(directory: str, threads: int) -> Any:
-    """A CPU session with a fixed thread count and spinning off: spinning threads would burn
-    cores that the service's other work and other processes on the machine need."""
+    """A CPU session tuned for a long-lived service that shares its machine.
+
+    - A fixed thread count, spinning off: spinning threads burn cores that the service's other
+      work and other processes need.
+    - Basic graph optimizations without constant folding: folding dequantizes an int8 model's
+      weights into float32 at load time, which for MiniLM costs about 125 MB of resident
+      memory and 0.15 s of start-up for a 10-20% faster forward pass (measured here).
+    - No CPU memory arena: the arena keeps the peak of the largest batch ever run (hundreds of
+      MB after one long batch); without it memory is returned after each batch.
+    """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.enable_cpu_mem_arena = False
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
         return ort.InferenceSession(
-            os.path.join(directory, "model.onnx"), options, providers=["CPUExecutionProvider"]
+            os.path.join(directory, "model.onnx"),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=["ConstantFolding"],
         )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise ModelError("invalid_model", f"onnxruntime cannot load model.onnx: {exc}") from None

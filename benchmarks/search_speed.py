@@ -1,0 +1,346 @@
+"""Search and ingest speed, each beside its floor measured in the same run.
+
+    python benchmarks/search_speed.py [--sizes 10000,100000] [--queries 200]
+                                      [--models-dir .cache/models] [--ingest-sample 2000]
+
+Figures (medians and p95 over interleaved runs, so machine noise hits both sides alike):
+- hybrid `memory.search` latency at each size, beside the floor: query embedding + numpy
+  brute-force top-k over the same vectors + the raw FTS5 bm25 query;
+- ingest: `memory.remember_batch` with embedding, beside raw onnxruntime on the same batches
+  (tokenize + session.run, nothing else);
+- the first search sent right after spawning `memproc serve` on the largest store;
+- resident memory of that process with the embedder loaded, before and after its in-memory
+  copy of the vectors is warm.
+
+The stores are filled through the store's own write path, with synthetic text (a fixed
+vocabulary, Zipf-distributed) and vectors made from a pool of real embeddings with small
+noise: embedding 100,000 texts for real would take most of an hour here and changes nothing
+about search latency. Ingest throughput is measured for real on its own sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import numpy as np
+
+from memproc.config import Config
+from memproc.models.embedder import Embedder
+from memproc.models.pull import pull
+from memproc.ops import memory as memory_ops
+from memproc.ops import search as search_ops
+from memproc.ops.context import OpContext
+from memproc.protocol.messages import RememberBatchParams, RememberItem, SearchParams
+from memproc.retrieval.indexing import VectorIndex
+from memproc.runtime import Runtime
+from memproc.store import memories as memory_sql
+from memproc.store import vectors as vector_sql
+from memproc.store.connection import sqlite_vec_path
+from memproc.store.quoting import fts_match_any
+from memproc.store.records import NewMemory
+from memproc.store.vectors import PendingMemory
+
+REPO = Path(__file__).resolve().parent.parent
+SCOPE = "speed"
+POOL_SIZE = 500
+FILL_BATCH = 5_000
+
+
+# -- synthetic text ---------------------------------------------------------------------------
+
+
+def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
+    syllables = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+    words = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables, size=int(rng.integers(1, 4)))))
+    return sorted(words)
+
+
+def texts(
+    count: int, words: list[str], rng: np.random.Generator, span: tuple[int, int]
+) -> list[str]:
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    weights /= weights.sum()
+    lengths = rng.integers(span[0], span[1], size=count)
+    return [" ".join(rng.choice(words, size=int(n), p=weights)) for n in lengths]
+
+
+# -- filling a store --------------------------------------------------------------------------
+
+
+def fill_store(db: str, size: int, embedder: Embedder, rng: np.random.Generator) -> None:
+    """`size` memories with vectors, through the store's write functions."""
+    words = vocabulary(5_000, rng)
+    runtime = Runtime(Config(db=db, embedder="none", reranker="none"))
+    runtime.open_store()
+    store = runtime.store()
+    pool = embedder.embed_documents(texts(POOL_SIZE, words, rng, (15, 40)))
+    row = VectorIndex(store, embedder).row()
+    made = 0
+    while made < size:
+        batch = texts(min(FILL_BATCH, size - made), words, rng, (15, 40))
+        noise = rng.normal(scale=0.05, size=(len(batch), embedder.dims)).astype(np.float32)
+        vectors = pool[rng.integers(0, POOL_SIZE, size=len(batch))] + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with store.writing() as conn:
+            for content, vector in zip(batch, vectors, strict=True):
+                new = NewMemory(
+                    scope=SCOPE,
+                    kind="note",
+                    content=content,
+                    tags=[],
+                    metadata={},
+                    source={},
+                    importance=0.5,
+                    client_token=None,
+                )
+                _, seq = memory_sql.insert(conn, new)
+                pending = PendingMemory(
+                    seq, SCOPE, "note", content, memory_sql.content_hash(content)
+                )
+                vector_sql.put_vectors(conn, row, pending, [vector.astype(np.float32).tobytes()])
+        made += len(batch)
+    runtime.close()
+
+
+# -- the floor --------------------------------------------------------------------------------
+
+
+class Floor:
+    """What any hybrid search must at least do: embed the query, score every vector, run the
+    FTS5 query. Measured on the same data and the same thread count."""
+
+    def __init__(self, db: str, embedder: Embedder, pool: int) -> None:
+        self.embedder = embedder
+        self.pool = pool
+        self.conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+        self.conn.enable_load_extension(True)
+        self.conn.load_extension(sqlite_vec_path())
+        table = self.conn.execute("SELECT id FROM embedders").get
+        rows = self.conn.execute(f"SELECT embedding FROM vec_embedder_{table}").fetchall()
+        self.matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32)
+        self.matrix = self.matrix.reshape(len(rows), embedder.dims)
+
+    def search(self, query: str) -> None:
+        vector = self.embedder.embed_queries([query])[0]
+        scores = self.matrix @ vector
+        top = np.argpartition(-scores, self.pool)[: self.pool]
+        top[np.argsort(-scores[top])]
+        match = fts_match_any(query) or '""'
+        self.conn.execute(
+            "SELECT rowid, bm25(memories_fts) AS s FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY s LIMIT ?",
+            (match, self.pool),
+        ).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# -- measurements -----------------------------------------------------------------------------
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) * 1000
+
+
+def measure_search(db: str, models_dir: str, queries: list[str]) -> dict[str, float]:
+    runtime = Runtime(Config(db=db, models_dir=models_dir, reranker="none"))
+    runtime.open_store()
+    runtime.models.load_now()
+    ctx = OpContext(runtime=runtime)
+    embedder = runtime.models.get("embedder", 0)
+    floor = Floor(db, embedder, runtime.config.candidate_pool)
+
+    def memproc_search(query: str) -> None:
+        search_ops.search(ctx, SearchParams(scope=SCOPE, query=query, mode="hybrid", limit=10))
+
+    memproc_search(queries[0])
+    warm_until_loaded(runtime)
+    memproc_search(queries[0])
+    floor.search(queries[0])
+    ours, floors = [], []
+    for query in queries:  # interleaved
+        ours.append(timed(lambda q=query: memproc_search(q)))
+        floors.append(timed(lambda q=query: floor.search(q)))
+    floor.close()
+    runtime.close()
+    return {
+        "memproc_p50": percentile(ours, 50),
+        "memproc_p95": percentile(ours, 95),
+        "floor_p50": percentile(floors, 50),
+        "floor_p95": percentile(floors, 95),
+    }
+
+
+def warm_until_loaded(runtime: Runtime, deadline_s: float = 120.0) -> None:
+    with runtime.store().reading() as conn:
+        row = vector_sql.all_embedders(conn)[0]
+    cache = runtime.dense_cache(row)
+    stop = time.monotonic() + deadline_s
+    while not cache.loaded and time.monotonic() < stop:
+        time.sleep(0.05)
+
+
+def measure_ingest(models_dir: str, sample: list[str], runs: int) -> dict[str, float]:
+    """memproc remember_batch (chunking, embedding, pooling, SQLite writes) vs raw ORT."""
+    embedder = Embedder(
+        os.path.join(models_dir, "minilm-l6-int8"), threads=min(4, os.cpu_count() or 1)
+    )
+    raw, ours = [], []
+    for _ in range(runs):
+        raw.append(timed(lambda: raw_onnxruntime(embedder, sample)))
+        with tempfile.TemporaryDirectory() as tmp:
+            ours.append(
+                timed(lambda: memproc_ingest(os.path.join(tmp, "i.db"), models_dir, sample))
+            )
+    tokens = sum(embedder.token_counts(sample))
+    return {
+        "raw_s": statistics.median(raw),
+        "memproc_s": statistics.median(ours),
+        "tokens": tokens,
+        "items": len(sample),
+    }
+
+
+def raw_onnxruntime(embedder: Embedder, sample: list[str]) -> None:
+    """Tokenize and run the graph on the same length-sorted batches; no pooling, no storage."""
+    from memproc.models.batching import length_sorted_batches, pad_batch
+
+    encodings = embedder._tokenizer.encode_batch(sample)
+    names = {node.name for node in embedder._session.get_inputs()}
+    for batch in length_sorted_batches([len(e.ids) for e in encodings]):
+        feeds = {k: v for k, v in pad_batch([encodings[i] for i in batch]).items() if k in names}
+        embedder._session.run(None, feeds)
+
+
+def memproc_ingest(db: str, models_dir: str, sample: list[str]) -> None:
+    runtime = Runtime(Config(db=db, models_dir=models_dir, reranker="none"))
+    runtime.open_store()
+    runtime.models.load_now()
+    ctx = OpContext(runtime=runtime)
+    for start in range(0, len(sample), 1000):
+        items = [RememberItem(kind="note", content=t) for t in sample[start : start + 1000]]
+        memory_ops.remember_batch(ctx, RememberBatchParams(scope=SCOPE, items=items))
+    runtime.close()
+
+
+def measure_spawn(db: str, models_dir: str, query: str, runs: int) -> dict[str, float]:
+    """Spawn the service and send a hybrid search at once; also read its resident memory."""
+    times, rss_first, rss_warm = [], [], []
+    request = (
+        '{"jsonrpc":"2.0","id":1,"method":"memory.search","params":'
+        f'{{"scope":"{SCOPE}","query":"{query}","mode":"hybrid"}}}}\n'
+    ).encode()
+    for _ in range(runs):
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "memproc", "serve", "--db", db, "--models-dir", models_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(request)
+        child.stdin.flush()
+        line = child.stdout.readline()
+        times.append(time.perf_counter() - started)
+        if b'"result"' not in line:
+            raise SystemExit(f"first search failed: {line[:300]!r}")
+        rss_first.append(resident_mb(child.pid))
+        rss_warm.append(rss_after_warm(child, request))
+        child.stdin.close()
+        child.wait(timeout=30)
+        child.stdout.close()
+    return {
+        "first_search_s": statistics.median(times),
+        "rss_first_mb": statistics.median(rss_first),
+        "rss_warm_mb": statistics.median(rss_warm),
+    }
+
+
+def rss_after_warm(child: subprocess.Popen[bytes], request: bytes) -> float:
+    """Resident memory once the in-memory vector copy is loaded (a few searches later)."""
+    assert child.stdin is not None and child.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        child.stdin.write(request.replace(b'"mode":"hybrid"', b'"mode":"hybrid","explain":true'))
+        child.stdin.flush()
+        line = child.stdout.readline()
+        if b'"dense_index":"memory"' in line:
+            break
+        time.sleep(0.2)
+    return resident_mb(child.pid)
+
+
+def resident_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--models-dir", default=str(REPO / ".cache" / "models"))
+    parser.add_argument("--ingest-sample", type=int, default=2_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs of ingest and spawn")
+    args = parser.parse_args()
+    pull("minilm-l6-int8", args.models_dir)
+    rng = np.random.default_rng(7)
+    embedder = Embedder(os.path.join(args.models_dir, "minilm-l6-int8"), threads=2)
+    words = vocabulary(5_000, np.random.default_rng(11))
+    queries = texts(args.queries, words, rng, (4, 10))
+    with tempfile.TemporaryDirectory() as tmp:
+        db = ""
+        for size in [int(s) for s in args.sizes.split(",")]:
+            db = os.path.join(tmp, f"speed-{size}.db")
+            started = time.perf_counter()
+            fill_store(db, size, embedder, np.random.default_rng(11))
+            print(
+                f"filled {size} memories in {time.perf_counter() - started:.1f} s", file=sys.stderr
+            )
+            figures = measure_search(db, args.models_dir, queries)
+            ratio = figures["memproc_p50"] / figures["floor_p50"]
+            print(
+                f"search @ {size:>7}: memproc p50 {figures['memproc_p50']:6.1f} ms "
+                f"p95 {figures['memproc_p95']:6.1f} ms | floor p50 {figures['floor_p50']:6.1f} ms "
+                f"p95 {figures['floor_p95']:6.1f} ms | p50 ratio {ratio:4.2f}x"
+            )
+        spawn = measure_spawn(db, args.models_dir, queries[0], args.runs)
+        print(
+            f"first search after spawn (largest store): median {spawn['first_search_s']:.2f} s; "
+            f"RSS {spawn['rss_first_mb']:.0f} MB then {spawn['rss_warm_mb']:.0f} MB with the "
+            "vector copy warm"
+        )
+    sample = texts(args.ingest_sample, words, rng, (15, 120))
+    ingest = measure_ingest(args.models_dir, sample, args.runs)
+    ratio = ingest["memproc_s"] / ingest["raw_s"]
+    print(
+        f"ingest {ingest['items']} memories ({ingest['tokens']} tokens): memproc "
+        f"{ingest['tokens'] / ingest['memproc_s']:.0f} tok/s vs raw onnxruntime "
+        f"{ingest['tokens'] / ingest['raw_s']:.0f} tok/s | time ratio {ratio:4.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
