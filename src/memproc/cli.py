@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit 1 if the directory differs from the code"
     )
     _add_models_parser(commands)
+    index_options = argparse.ArgumentParser(add_help=False)
+    index_options.add_argument("--db", help="SQLite database file (default ./memory.db)")
+    index_options.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    index_options.add_argument("--config", help="TOML settings file")
+    from memproc import index_cli
+
+    index_cli.add_parser(commands, index_options)
     return parser
 
 
@@ -78,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _schema(args)
     if args.command == "models":
         return _models(args)
+    if args.command == "index":
+        return _index(args)
     return _serve(args)
 
 
@@ -125,6 +134,21 @@ def _schema(args: argparse.Namespace) -> int:
         return 1 if differences else 0
     write_schemas(args.out)
     return 0
+
+
+# -- memproc index -------------------------------------------------------------------------------
+
+
+def _index(args: argparse.Namespace) -> int:
+    from memproc import index_cli
+
+    flags = {"db": args.db, "models_dir": args.models_dir}
+    try:
+        config = load_config(config_file=args.config, flags=flags)
+    except ConfigError as exc:
+        print(f"memproc: {exc}", file=sys.stderr)
+        return 2
+    return index_cli.run(args.action, config)
 
 
 # -- memproc models ------------------------------------------------------------------------------

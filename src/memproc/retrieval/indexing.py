@@ -30,8 +30,13 @@ Progress = Callable[[int, int], None]
 
 
 def embedder_fingerprint(embedder: Any) -> str:
-    manifest = msgspec.json.encode(embedder.manifest)
-    return hashlib.sha256(VECTOR_RECIPE.encode() + b"\0" + manifest).hexdigest()
+    return manifest_fingerprint(embedder.manifest)
+
+
+def manifest_fingerprint(manifest: Any) -> str:
+    """Identifies the vectors a model makes: its pinned files, settings and our recipe."""
+    encoded = msgspec.json.encode(manifest)
+    return hashlib.sha256(VECTOR_RECIPE.encode() + b"\0" + encoded).hexdigest()
 
 
 def embed_contents(embedder: Any, contents: Sequence[str]) -> list[list[bytes]]:

@@ -42,6 +42,7 @@ class EmbedderDrift:
 @dataclass
 class IndexReport:
     memories: int
+    memories_searchable: int
     fts_ok: bool
     fts_error: str | None
     embedders: list[EmbedderDrift] = field(default_factory=list)
@@ -53,8 +54,17 @@ class IndexReport:
 
 def verify(conn: apsw.Connection) -> IndexReport:
     memories = int(conn.execute("SELECT count(*) FROM memories").get or 0)
+    searchable = conn.execute(
+        "SELECT count(*) FROM memories WHERE status IN (SELECT value FROM json_each(?))",
+        (_SEARCHABLE,),
+    ).get
     fts_ok, fts_error = _fts_integrity(conn)
-    report = IndexReport(memories=memories, fts_ok=fts_ok, fts_error=fts_error)
+    report = IndexReport(
+        memories=memories,
+        memories_searchable=int(searchable or 0),
+        fts_ok=fts_ok,
+        fts_error=fts_error,
+    )
     report.embedders = [_embedder_drift(conn, row) for row in all_embedders(conn)]
     return report
 

@@ -1,0 +1,91 @@
+"""`memproc index verify | rebuild`: find and repair drift between memories, FTS and vectors.
+
+Kept apart from `cli.py` because it is a maintenance tool with its own output format: a JSON
+report on stdout (so scripts can read it), progress on stderr, exit status 1 when drift is
+found (verify) or remains (rebuild).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import msgspec
+
+from memproc.config import Config
+from memproc.errors import MemprocError
+from memproc.store import maintenance
+from memproc.store import vectors as vector_sql
+
+
+def add_parser(commands: Any, config_parent: argparse.ArgumentParser) -> None:
+    index = commands.add_parser("index", help="verify or rebuild the search indexes")
+    actions = index.add_subparsers(dest="action", required=True)
+    actions.add_parser("verify", parents=[config_parent], help="report drift; exit 1 if any")
+    actions.add_parser(
+        "rebuild", parents=[config_parent], help="rebuild FTS, drop drifted vectors, re-embed"
+    )
+
+
+def run(action: str, config: Config) -> int:
+    from memproc.runtime import Runtime
+
+    runtime = Runtime(config)
+    try:
+        store = runtime.store()
+        if action == "rebuild":
+            _rebuild(runtime, store)
+        with store.reading() as conn:
+            report = maintenance.verify(conn)
+        current = _current_embedder_missing(runtime, report)
+        _print_report(report, current)
+        return 0 if report.clean and not current else 1
+    except MemprocError as exc:
+        print(f"memproc: {exc.kind}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        runtime.close()
+
+
+def _rebuild(runtime: Any, store: Any) -> None:
+    with store.writing() as conn:
+        maintenance.rebuild_fts(conn)
+        dropped = sum(
+            maintenance.drop_drifted_vectors(conn, row) for row in vector_sql.all_embedders(conn)
+        )
+    print(f"rebuilt the FTS index; dropped {dropped} drifted vector sets", file=sys.stderr)
+    runtime.models.load_now()
+    runtime.notify = lambda method, params: print(
+        f"embedded {params['done']}/{params['total']}", file=sys.stderr
+    )
+    embedded = runtime.backfill()
+    print(f"embedded {embedded} memories", file=sys.stderr)
+
+
+def _current_embedder_missing(runtime: Any, report: maintenance.IndexReport) -> int:
+    """Memories without vectors from the configured embedder (0 when none is installed)."""
+    from memproc.models.manifest import ModelError, read_manifest
+    from memproc.retrieval.indexing import manifest_fingerprint
+
+    slot = runtime.models.slots["embedder"]
+    if slot.name is None:
+        return 0
+    try:
+        manifest = read_manifest(f"{runtime.config.models_dir}/{slot.name}")
+    except ModelError:
+        return 0
+    fingerprint = manifest_fingerprint(manifest)
+    with runtime.store().reading() as conn:
+        row = vector_sql.find_embedder(conn, fingerprint)
+        if row is None:
+            return report.memories_searchable
+        return vector_sql.count_pending(conn, row)
+
+
+def _print_report(report: maintenance.IndexReport, current_missing: int) -> None:
+    document = asdict(report)
+    document["clean"] = report.clean and not current_missing
+    document["current_embedder_missing"] = current_missing
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(document), indent=2).decode() + "\n")
