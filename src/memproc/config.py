@@ -48,6 +48,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 5.0
     # Retrieval.
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
+    # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
+    # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
+    dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000
     candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 100
     rerank_pool: Annotated[int, msgspec.Meta(ge=1, le=500)] = 30
     min_confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0

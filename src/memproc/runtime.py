@@ -134,7 +134,7 @@ class Runtime:
             cache = self._dense_caches.get(row.id)
             if cache is None:
                 cache = self._dense_caches[row.id] = DenseCache(row)
-        if not cache.loaded and not cache.loading:
+        if not cache.loaded and not cache.loading and not cache.too_large:
             threading.Thread(
                 target=self.warm_dense_cache, args=(row,), name="memproc-dense", daemon=True
             ).start()
@@ -148,7 +148,9 @@ class Runtime:
             return
         try:
             with self.store().reading() as conn:
-                cache.load(conn)
+                if not cache.load(conn, self.config.dense_copy_max_rows):
+                    cache.too_large = True
+                    log.info("too many vectors for the in-memory copy; using sqlite-vec")
         except MemprocError as exc:
             log.warning("dense cache not loaded", extra={"kind": exc.kind})
         finally:

@@ -9,6 +9,7 @@ Until the copy is loaded, searches use sqlite-vec directly and lose nothing but 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Sequence
 
@@ -18,6 +19,10 @@ import numpy as np
 from memproc.store import vectors as vector_sql
 from memproc.store.vectors import EmbedderRow, VectorRow
 
+# Rows read per step while loading, and spare rows allocated beyond the current count.
+LOAD_BLOCK = 4096
+LOAD_HEADROOM = 1024
+
 
 class DenseCache:
     def __init__(self, embedder: EmbedderRow) -> None:
@@ -25,10 +30,10 @@ class DenseCache:
         self._lock = threading.Lock()
         self._loading = threading.Lock()  # held while one thread loads the copy
         self._loaded = False
+        self.too_large = False  # set when a load found more rows than allowed
         self._journal_id = 0
-        self._seqs = np.zeros(1024, dtype=np.int64)
         self._position: dict[int, int] = {}  # vec0 rowid -> row in the arrays
-        self._reset()
+        self._reset(LOAD_HEADROOM)
         self._scope_codes: dict[str, int] = {}
         self._kind_codes: dict[str, int] = {}
 
@@ -48,14 +53,21 @@ class DenseCache:
         """Only the caller whose claim_loading() returned True calls this."""
         self._loading.release()
 
-    def load(self, conn: apsw.Connection) -> None:
-        """Read every vector (call inside a read transaction so rows and journal agree)."""
+    def load(self, conn: apsw.Connection, max_rows: int | None = None) -> bool:
+        """Read every vector (call inside a read transaction so rows and journal agree);
+        False, leaving the copy unloaded, when there are more than `max_rows`."""
         with self._lock:
             _, newest = vector_sql.journal_bounds(conn, self.embedder)
-            self._reset()
-            self._append(vector_sql.all_vector_rows(conn, self.embedder))
+            count = vector_sql.count_vector_rows(conn, self.embedder)
+            if max_rows is not None and count > max_rows:
+                return False
+            self._reset(count + LOAD_HEADROOM)
+            rows = vector_sql.iter_vector_rows(conn, self.embedder)
+            while block := list(itertools.islice(rows, LOAD_BLOCK)):
+                self._append(block)
             self._journal_id = newest
             self._loaded = True
+            return True
 
     def refresh(self, conn: apsw.Connection) -> bool:
         """Apply journal entries newer than the copy; False if it must be reloaded instead
@@ -102,9 +114,9 @@ class DenseCache:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _reset(self) -> None:
-        """Start over in fresh arrays: a search may still be reading the old ones."""
-        capacity = len(self._seqs)
+    def _reset(self, capacity: int) -> None:
+        """Start over in fresh arrays (a search may still be reading the old ones), sized
+        for `capacity` rows so that loading never has to grow them."""
         self._matrix = np.zeros((capacity, self.embedder.dims), dtype=np.float32)
         self._seqs = np.zeros(capacity, dtype=np.int64)
         self._scopes = np.zeros(capacity, dtype=np.int32)
@@ -140,7 +152,7 @@ class DenseCache:
         if needed <= capacity:
             return
         while capacity < needed:
-            capacity *= 2
+            capacity = capacity * 3 // 2 + LOAD_HEADROOM
         self._matrix = _grow(self._matrix, capacity)
         self._seqs = _grow(self._seqs, capacity)
         self._scopes = _grow(self._scopes, capacity)

@@ -7,7 +7,7 @@ slot. Vectors are float32 bytes; this module does not need numpy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -165,9 +165,17 @@ def journal_since(
 VectorRow = tuple[int, str, str, int, bytes]  # rowid, scope, kind, memory_seq, embedding
 
 
-def all_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> list[VectorRow]:
+def iter_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> Iterator[VectorRow]:
+    """Every vector row, streamed (100k rows are 150 MB: never hold them all as a list)."""
     table = quote_identifier(embedder.table)
-    return list(conn.execute(f"SELECT rowid, scope, kind, memory_seq, embedding FROM {table}"))
+    yield from conn.execute(f"SELECT rowid, scope, kind, memory_seq, embedding FROM {table}")
+
+
+def count_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> int:
+    return int(
+        conn.execute("SELECT count(*) FROM vector_rows WHERE embedder_id = ?", (embedder.id,)).get
+        or 0
+    )
 
 
 def vector_rows_by_id(
