@@ -76,7 +76,9 @@ class DenseCache:
             oldest, newest = vector_sql.journal_bounds(conn, self.embedder)
             if newest == self._journal_id:
                 return True
-            if oldest > self._journal_id + 1:
+            # Trimming goes by id across embedders, so another embedder's writes may have
+            # removed all of this one's entries (0, 0): unseen changes may be among them.
+            if oldest == 0 or oldest > self._journal_id + 1:
                 self._loaded = False
                 return False
             added: list[int] = []

@@ -23,6 +23,12 @@ from memproc.store.vectors import (
 )
 
 _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
+# Vector rows of a memory row that no longer exists (deleted by hand or restored without it):
+# its embedding record went with it by cascade, its vectors did not, and they take dense slots.
+_MEMORYLESS = (
+    "FROM vector_rows AS r WHERE r.embedder_id = :id "
+    "AND NOT EXISTS (SELECT 1 FROM memories AS m WHERE m.seq = r.memory_seq)"
+)
 
 
 @dataclass
@@ -31,7 +37,7 @@ class EmbedderDrift:
     fingerprint_id: int
     missing_or_stale: int  # searchable memories without current vectors
     inactive_with_vectors: int  # memories that should have lost their vectors
-    orphan_vectors: int  # vector rows whose memory has no embedding record
+    orphan_vectors: int  # vec0 and vector_rows rows without each other; deleted memories' rows
     chunk_mismatches: int  # embedding records whose chunk count disagrees with the rows
 
     @property
@@ -96,12 +102,13 @@ def _embedder_drift(conn: apsw.Connection, row: EmbedderRow) -> EmbedderDrift:
         "AND r.embedder_id = :id)",
         {"id": row.id},
     ).get
+    memoryless = conn.execute(f"SELECT count(*) {_MEMORYLESS}", {"id": row.id}).get
     return EmbedderDrift(
         name=row.name,
         fingerprint_id=row.id,
         missing_or_stale=count_pending(conn, row),
         inactive_with_vectors=int(inactive or 0),
-        orphan_vectors=len(vec_rowids ^ listed),
+        orphan_vectors=len(vec_rowids ^ listed) + int(memoryless or 0),
         chunk_mismatches=int(mismatched or 0),
     )
 
@@ -112,7 +119,8 @@ def rebuild_fts(conn: apsw.Connection) -> None:
 
 def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
     """Delete every vector and record that verify would flag, so a backfill can redo them:
-    inactive or edited memories' vectors, chunk-count mismatches, and orphan rows."""
+    inactive or edited memories' vectors, chunk-count mismatches, vectors of deleted memories,
+    and orphan rows."""
     doomed = [
         int(seq)
         for (seq,) in conn.execute(
@@ -123,6 +131,10 @@ def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
             "WHERE r.memory_seq = e.memory_seq AND r.embedder_id = :id))",
             {"id": row.id, "searchable": _SEARCHABLE},
         )
+    ]
+    doomed += [
+        int(seq)
+        for (seq,) in conn.execute(f"SELECT DISTINCT memory_seq {_MEMORYLESS}", {"id": row.id})
     ]
     for seq in doomed:
         remove_memory_vectors(conn, row, seq)
