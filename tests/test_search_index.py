@@ -1,0 +1,307 @@
+"""How memories become searchable vectors, through the handlers with real MiniLM inference:
+backfill of memories written without an embedder, drift found by verify and repaired, long
+memories in chunks, and batches that embed only what they create.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memproc.ops import memory as memory_ops
+from memproc.protocol.messages import (
+    ForgetParams,
+    GetParams,
+    RememberBatchParams,
+    RememberItem,
+)
+from memproc.retrieval import indexing
+from memproc.retrieval.chunking import chunk_text
+from memproc.runtime import Runtime
+from memproc.store import maintenance
+from memproc.store import memories as memory_sql
+from memproc.store import vectors as vector_sql
+from searchkit import (
+    CORPUS,
+    EMBEDDER,
+    PARAPHRASE,
+    OpenRuntime,
+    cosine,
+    count,
+    ctx_of,
+    embedder_row,
+    ids,
+    opener,
+    remember,
+    remember_all,
+    search,
+    seq_of,
+    settle,
+    verify,
+)
+
+
+@pytest.fixture
+def open_runtime(make_runtime: Callable[..., Runtime], minilm_dir: Path) -> Iterator[OpenRuntime]:
+    yield opener(make_runtime, minilm_dir.parent)
+    settle()
+
+
+@pytest.fixture
+def rt(open_runtime: OpenRuntime) -> Runtime:
+    return open_runtime()
+
+
+# -- backfill --------------------------------------------------------------------------------
+
+
+def test_backfill_embeds_memories_written_without_an_embedder(
+    open_runtime: Callable[..., Runtime], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing, "BACKFILL_BATCH", 3)
+    db = str(tmp_path / "backfill.db")
+    without = open_runtime(db, embedder="none")
+    memories = remember_all(without, {**CORPUS, "extra": "Lunch is at noon on Fridays."})
+    forgotten = remember(without, "A forgotten note about kittens on couches.")
+    memory_ops.forget(ctx_of(without), ForgetParams(scope="proj", id=forgotten))
+
+    runtime = open_runtime(db)
+    sent: list[tuple[str, dict[str, Any]]] = []
+    runtime.notify = lambda method, params: sent.append((method, params))
+    assert search(runtime, PARAPHRASE, mode="dense").results == []
+    assert runtime.backfill() == len(CORPUS) + 1
+    progress = [params for method, params in sent if method == "notifications/progress"]
+    assert len(sent) == len(progress)
+    assert [(p["done"], p["total"]) for p in progress] == [(3, 7), (6, 7), (7, 7)]
+    assert {(p["task"], p["embedder"]) for p in progress} == {("backfill", EMBEDDER)}
+    assert ids(search(runtime, PARAPHRASE, mode="dense"))[0] == memories["cat"]
+    assert count(runtime, "SELECT count(*) FROM memory_embeddings") == len(CORPUS) + 1
+    # Nothing left: a second backfill embeds nothing and says nothing.
+    sent.clear()
+    assert runtime.backfill() == 0
+    assert sent == []
+
+
+def test_backfill_without_an_embedder_does_nothing(open_runtime: Callable[..., Runtime]) -> None:
+    runtime = open_runtime(embedder="none")
+    remember_all(runtime, CORPUS)
+    assert runtime.backfill() == 0
+
+
+# -- verify and repair -----------------------------------------------------------------------
+
+
+def test_verify_is_clean_after_normal_use(rt: Runtime) -> None:
+    memories = remember_all(rt, CORPUS)
+    remember(rt, " ".join(["a long memory"] * 400))  # several chunks
+    memory_ops.forget(ctx_of(rt), ForgetParams(scope="proj", id=memories["revenue"]))
+    report = verify(rt)
+    assert report.clean and report.fts_ok and report.fts_error is None
+    assert report.memories == len(CORPUS) + 1
+    (drift,) = report.embedders
+    assert drift.name == EMBEDDER
+    assert (drift.missing_or_stale, drift.inactive_with_vectors) == (0, 0)
+    assert (drift.orphan_vectors, drift.chunk_mismatches) == (0, 0)
+
+
+def test_verify_detects_hand_made_drift_and_a_drop_plus_backfill_repairs_it(rt: Runtime) -> None:
+    memories = remember_all(rt, CORPUS)
+    row = embedder_row(rt)
+    cat, deploy, ruff = (seq_of(rt, memories[name]) for name in ("cat", "deploy", "ruff"))
+    with rt.store().writing() as conn:
+        conn.execute("DELETE FROM vector_rows WHERE memory_seq = ?", (cat,))
+        conn.execute("DELETE FROM memory_embeddings WHERE memory_seq = ?", (deploy,))
+        conn.execute("UPDATE memories SET status = 'forgotten' WHERE seq = ?", (ruff,))
+    report = verify(rt)
+    assert not report.clean
+    (drift,) = report.embedders
+    assert drift.chunk_mismatches == 1  # the cat's record counts a row that is gone
+    assert drift.missing_or_stale == 1  # the deploy memory has no embedding record
+    assert drift.inactive_with_vectors == 1  # ruff was deactivated but kept its vectors
+    assert drift.orphan_vectors == 1  # the cat's vec0 row that vector_rows no longer lists
+
+    with rt.store().writing() as conn:
+        dropped = maintenance.drop_drifted_vectors(conn, row)
+    assert dropped >= 3
+    assert rt.backfill() == 2  # the cat and the deploy memory
+    report = verify(rt)
+    assert report.clean
+    (drift,) = report.embedders
+    assert (drift.missing_or_stale, drift.orphan_vectors) == (0, 0)
+    assert ids(search(rt, PARAPHRASE, mode="dense"))[0] == memories["cat"]
+    assert ids(search(rt, "container registry", mode="dense"))[0] == memories["deploy"]
+    rows_per_memory = count(
+        rt, "SELECT count(*) FROM vector_rows WHERE memory_seq IN (?, ?)", cat, deploy
+    )
+    assert rows_per_memory == 2
+
+
+def test_vectors_of_a_deleted_memory_row_are_orphans_and_are_dropped(rt: Runtime) -> None:
+    """A memory row deleted by hand takes its embedding record with it (cascade) but not its
+    vectors, which would keep taking dense candidate slots: verify must flag them and the
+    repair must remove them."""
+    memories = remember_all(rt, CORPUS)
+    cat = seq_of(rt, memories["cat"])
+    with rt.store().writing() as conn:
+        conn.execute("DELETE FROM memories WHERE seq = ?", (cat,))
+    (drift,) = verify(rt).embedders
+    assert drift.orphan_vectors == 1 and not drift.clean
+    assert drift.missing_or_stale == 0
+    assert memories["cat"] not in ids(search(rt, PARAPHRASE, mode="dense"))
+    with rt.store().writing() as conn:
+        assert maintenance.drop_drifted_vectors(conn, embedder_row(rt)) == 1
+    assert verify(rt).clean
+    assert count(rt, "SELECT count(*) FROM vector_rows WHERE memory_seq = ?", cat) == 0
+    assert rt.backfill() == 0
+
+
+def test_verify_reports_a_damaged_fts_index(rt: Runtime) -> None:
+    remember_all(rt, CORPUS)
+    with rt.store().writing() as conn:
+        conn.execute(
+            "INSERT INTO memories_fts (memories_fts, rowid, content, tags) "
+            "SELECT 'delete', seq, content, tags FROM memories LIMIT 1"
+        )
+    report = verify(rt)
+    assert not report.fts_ok and not report.clean
+    with rt.store().writing() as conn:
+        maintenance.rebuild_fts(conn)
+    assert verify(rt).fts_ok
+
+
+# -- long memories ---------------------------------------------------------------------------
+
+GARDEN = (
+    "Tomatoes need full sun and regular watering through the summer months.",
+    "Mulch keeps the soil moist and suppresses weeds around the vegetable beds.",
+    "Prune the roses in early spring before the new growth appears.",
+    "Compost made from kitchen scraps feeds the garden without chemical fertiliser.",
+    "Slugs come out after rain and chew holes in lettuce leaves overnight.",
+    "Plant garlic cloves in autumn, pointed end up, about ten centimetres apart.",
+    "Bees visit the lavender hedge all afternoon when the weather is warm.",
+    "Raised beds drain well and warm up earlier in the year than open ground.",
+)
+BACKUP_ENDING = (
+    "A note for operations, unrelated to the garden. The backup server credentials must be "
+    "rotated every ninety days. Whoever rotates the backup server password updates the vault "
+    "entry and tells the on-call engineer. If the backup server password expires, the nightly "
+    "backup job cannot log in and fails without an alert. The rotation reminder for the backup "
+    "server sits in the operations calendar."
+)
+
+
+def long_garden_memory(words: int) -> str:
+    ending = BACKUP_ENDING.split()
+    body: list[str] = []
+    for sentence in itertools.cycle(GARDEN):
+        if len(body) >= words - len(ending):
+            break
+        body += sentence.split()
+    return " ".join(body[: words - len(ending)] + ending)
+
+
+def test_a_long_memory_is_chunked_and_found_by_its_end(rt: Runtime) -> None:
+    text = long_garden_memory(3000)
+    assert len(text.split()) == 3000
+    long_id = remember(rt, text)
+    remember_all(
+        rt,
+        {
+            "tyres": "Rotate the tyres of the car every ten thousand kilometres.",
+            "filter": "Change the water filter in the fridge twice a year.",
+            "cat": CORPUS["cat"],
+        },
+    )
+    model = rt.models.get("embedder", 0.0)
+    expected_chunks = chunk_text(text, model.manifest.max_length, model.token_counts)
+    assert len(expected_chunks) > 5
+    seq = seq_of(rt, long_id)
+    assert count(rt, "SELECT chunks FROM memory_embeddings WHERE memory_seq = ?", seq) == len(
+        expected_chunks
+    )
+    assert count(rt, "SELECT count(*) FROM vector_rows WHERE memory_seq = ?", seq) == len(
+        expected_chunks
+    )
+    query = "how often must the backup machine's login secret be changed"
+    dense = search(rt, query, mode="dense")
+    assert ids(dense)[0] == long_id
+    assert ids(dense).count(long_id) == 1  # a memory scores as its best chunk, listed once
+    assert dense.results[0].score == pytest.approx(cosine(rt, query, expected_chunks[-1]), abs=1e-4)
+    assert ids(search(rt, query, mode="hybrid"))[0] == long_id
+
+
+# -- remember_batch -----------------------------------------------------------------------------
+
+
+class EmbedSpy:
+    """Records what the real embedder is asked to embed for storage, then embeds it."""
+
+    def __init__(self, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+        model = runtime.models.get("embedder", 0.0)
+        self.texts: list[str] = []
+        real = model.embed_documents
+
+        def embed_documents(texts: list[str]) -> np.ndarray:
+            self.texts += texts
+            return real(texts)
+
+        monkeypatch.setattr(model, "embed_documents", embed_documents)
+
+
+def batch(runtime: Runtime, *items: RememberItem) -> list[tuple[str, bool]]:
+    result = memory_ops.remember_batch(
+        ctx_of(runtime), RememberBatchParams(scope="proj", items=list(items))
+    )
+    return [(r.id, r.created) for r in result.results]
+
+
+def test_remember_batch_is_idempotent_and_embeds_only_fresh_items(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = EmbedSpy(rt, monkeypatch)
+    a, b, c = (RememberItem(kind="note", content=CORPUS[name]) for name in ("cat", "ruff", "tabs"))
+    (a_id, a_new), (b_id, b_new), (again_id, again_new) = batch(rt, a, b, a)
+    assert (a_new, b_new, again_new) == (True, True, False)
+    assert again_id == a_id
+    assert set(spy.texts) == {a.content, b.content}
+
+    spy.texts.clear()
+    (a2_id, a2_new), (_, c_new) = batch(rt, a, c)
+    assert (a2_id, a2_new, c_new) == (a_id, False, True)
+    assert spy.texts == [c.content]
+
+    spy.texts.clear()
+    token = RememberItem(kind="fact", content="first wording", client_token="tok-1")
+    replay = RememberItem(kind="fact", content="second wording", client_token="tok-1")
+    ((t_id, t_new),) = batch(rt, token)
+    ((r_id, r_new),) = batch(rt, replay)
+    assert (t_new, r_new, r_id) == (True, False, t_id)
+    assert spy.texts == ["first wording"]
+    memory = memory_ops.get(ctx_of(rt), GetParams(scope="proj", id=t_id)).memory
+    assert memory.content == "first wording"
+
+    assert count(rt, "SELECT count(*) FROM memories") == 4
+    assert count(rt, "SELECT count(*) FROM memory_embeddings") == 4
+    assert verify(rt).clean
+    assert ids(search(rt, PARAPHRASE, mode="dense"))[0] == a_id
+    assert ids(search(rt, "which linter", mode="dense"))[0] == b_id
+
+
+def test_remember_stores_vectors_for_each_memory_it_creates(rt: Runtime) -> None:
+    memories = remember_all(rt, CORPUS)
+    seqs = [seq_of(rt, memory_id) for memory_id in memories.values()]
+    with rt.store().reading() as conn:
+        rows = conn.execute(
+            "SELECT memory_seq, chunks, content_sha256 FROM memory_embeddings ORDER BY memory_seq"
+        ).fetchall()
+    assert [row[0] for row in rows] == sorted(seqs)
+    assert all(row[1] == 1 for row in rows)
+    contents = list(CORPUS.values())
+    assert [row[2] for row in rows] == [memory_sql.content_hash(text) for text in contents]
+    with rt.store().reading() as conn:
+        assert vector_sql.count_pending(conn, embedder_row(rt)) == 0
