@@ -383,7 +383,8 @@ def clean_env(**overrides: str) -> dict[str, str]:
 
 
 def check_stream(client: Client) -> None:
-    """Every stdout line is one JSON-RPC 2.0 response with a well-formed result or error."""
+    """Every stdout line is one JSON-RPC 2.0 message: a response with a well-formed result or
+    error, or a server notification (a method and params, no id)."""
     for line in client.lines:
         assert line.endswith(b"\n"), line[:200]
         try:
@@ -392,7 +393,11 @@ def check_stream(client: Client) -> None:
             raise AssertionError(f"stdout line is not JSON: {line[:200]!r}") from None
         assert isinstance(message, dict), line[:200]
         assert message.get("jsonrpc") == "2.0", line[:200]
-        assert "id" in message, line[:200]
+        if "id" not in message:
+            assert set(message) == {"jsonrpc", "method", "params"}, line[:200]
+            assert isinstance(message["method"], str), line[:200]
+            assert isinstance(message["params"], dict), line[:200]
+            continue
         assert isinstance(message["id"], str | int | None), line[:200]
         assert ("result" in message) != ("error" in message), line[:200]
         assert set(message) <= {"jsonrpc", "id", "result", "error"}, line[:200]

@@ -75,8 +75,9 @@ def _remember_all(ctx: OpContext, news: list[NewMemory]) -> list[RememberResult]
     index = ctx.runtime.vector_index(wait_s=0.0, required=False)
     vectors: dict[int, list[bytes]] = {}
     if index is not None and fresh:
-        embedded = embed_contents(index.embedder, [news[i].content for i in fresh])
-        vectors = dict(zip(fresh, embedded, strict=True))
+        distinct = list(dict.fromkeys(news[i].content for i in fresh))
+        embedded = dict(zip(distinct, embed_contents(index.embedder, distinct), strict=True))
+        vectors = {i: embedded[news[i].content] for i in fresh}
         index.row()  # registers the embedder (its own short write) before ours begins
     ctx.token.check()
     results = []

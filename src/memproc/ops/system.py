@@ -39,7 +39,12 @@ def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
         capabilities={
             "cancellation": ["$/cancelRequest", "notifications/cancelled"],
             "scopes": {"default": ctx.runtime.scopes.default, "restricted": _restricted(ctx)},
-            "search": {"modes": ["lexical"]},
+            "search": {
+                "modes": ["hybrid", "lexical", "dense"],
+                "rerank": True,
+                "explain": True,
+            },
+            "notifications": ["notifications/progress"],
         },
     )
 

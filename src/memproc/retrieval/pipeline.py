@@ -148,8 +148,13 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
     fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
     for candidate in servable:
         candidate.fused_score = fused.get(candidate.record.seq, 0.0)
-        candidate.boost = _boost(candidate, plan) if plan.weights.active else 1.0
-        candidate.final_score = _single_channel_score(candidate, plan) * candidate.boost
+        if plan.weights.active:
+            # Boosts multiply the fused score, which is always positive: a raw cosine can be
+            # negative, and a boost must never push a memory down.
+            candidate.boost = _boost(candidate, plan)
+            candidate.final_score = candidate.fused_score * candidate.boost
+        else:
+            candidate.final_score = _channel_score(candidate, plan)
     servable.sort(key=lambda c: (-c.final_score, -c.record.seq))
     for rank, candidate in enumerate(sorted(servable, key=lambda c: -c.fused_score), start=1):
         candidate.fused_rank = rank
@@ -175,9 +180,9 @@ def _order_by(candidates: Sequence[Candidate], attribute: str) -> list[int]:
     return [c.record.seq for c in ranked]
 
 
-def _single_channel_score(candidate: Candidate, plan: SearchPlan) -> float:
-    """With one channel the score keeps that channel's meaning (bm25 or cosine); with both it
-    is the fused reciprocal-rank score."""
+def _channel_score(candidate: Candidate, plan: SearchPlan) -> float:
+    """Without boosts, a single channel's score keeps its meaning (bm25 or cosine); with both
+    channels it is the fused reciprocal-rank score."""
     if plan.query_vector is None and candidate.lexical_score is not None:
         return candidate.lexical_score
     if plan.lexical_match is None and candidate.dense_similarity is not None:
@@ -201,7 +206,9 @@ def rerank(
     ordered: list[Candidate], plan: SearchPlan, reranker: Any, query: str
 ) -> list[Candidate]:
     """Rescore the top `rerank_pool` with the cross-encoder; below the confidence floor a
-    candidate is not served however well it ranked. The rest keep their order after them."""
+    candidate is not served however well it ranked. Candidates beyond the pool were never
+    judged by the reranker, so they are not served either (outcome outside_limit): the pool
+    is always at least the request's limit."""
     head, tail = ordered[: plan.rerank_pool], ordered[plan.rerank_pool :]
     scores = reranker.score(query, [c.record.content for c in head])
     for candidate, score in zip(head, scores, strict=True):
