@@ -1,0 +1,275 @@
+"""LoCoMo turn-level evidence recall: memproc's search modes beside the naive baseline.
+
+One store per conversation holds its turns, one memory each ("Speaker: text", plus the
+caption of an image the speaker shared), with the dia_id and speaker in metadata and the
+session's date as `occurred_at`. Every QA of categories 1-4 (multi-hop, temporal, open-domain,
+single-hop) is a query, searched with `now` = the conversation's last session date. Recall@k
+is the fraction of the question's evidence dia_ids in the top k, averaged; any-hit@k is 1 when
+at least one is. Evidence ids are split on ";" / "," / spaces and ids that name no turn are
+skipped (a few are malformed upstream); a question left with none is not scored.
+
+    .venv/bin/python benchmarks/locomo.py --data /work/shared/data/locomo/locomo_dev.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import common
+
+SCOPE = "locomo"
+KS = (5, 10)
+SEARCH_LIMIT = 10
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+COLUMNS = tuple(f"{name}@{k}" for name in ("recall", "any-hit") for k in KS)
+_SESSION = re.compile(r"session_(\d+)")
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    dia_ids: list[str]
+    texts: list[str]
+    dates: list[str]  # RFC 3339
+    metadata: list[dict[str, Any]]
+    last_date: str
+
+
+def locomo_date(text: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00Z' (the data carries no zone)."""
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn.get('text', '')}".strip()
+    caption = turn.get("blip_caption")
+    return f"{text} [shares {caption}]" if caption else text
+
+
+def load_conversation(sample: dict[str, Any]) -> Conversation:
+    conv = sample["conversation"]
+    numbers = sorted(int(m.group(1)) for key in conv if (m := _SESSION.fullmatch(key)))
+    out = Conversation(sample["sample_id"], [], [], [], [], "")
+    for number in numbers:
+        raw_date = conv[f"session_{number}_date_time"]
+        date = locomo_date(raw_date)
+        for turn in conv[f"session_{number}"]:
+            out.dia_ids.append(turn["dia_id"])
+            out.texts.append(turn_text(turn))
+            out.dates.append(date)
+            out.metadata.append(
+                {
+                    "dia_id": turn["dia_id"],
+                    "speaker": turn["speaker"],
+                    "session": number,
+                    "date": raw_date,
+                }
+            )
+        out.last_date = max(out.last_date, date)
+    return out
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> tuple[set[str], int]:
+    """The evidence dia_ids that name a turn, and how many pieces did not."""
+    pieces = [p for item in raw for p in re.split(r"[;,\s]+", item) if p]
+    found = {p for p in pieces if p in known}
+    return found, len(pieces) - len([p for p in pieces if p in known])
+
+
+@dataclass
+class Query:
+    sample_id: str
+    category: int
+    question: str
+    evidence: set[str]
+
+
+def collect_queries(samples: list[dict[str, Any]], known: dict[str, set[str]]):
+    """Category 1-4 QA with at least one resolvable evidence id; counts of what was dropped."""
+    queries, dropped_ids, unscored = [], 0, 0
+    for sample in samples:
+        for qa in sample["qa"]:
+            if qa.get("category") not in CATEGORIES:
+                continue
+            evidence, bad = evidence_ids(qa.get("evidence", []), known[sample["sample_id"]])
+            dropped_ids += bad
+            if not evidence:
+                unscored += 1
+                continue
+            queries.append(Query(sample["sample_id"], qa["category"], qa["question"], evidence))
+    return queries, dropped_ids, unscored
+
+
+# -- retrieval -------------------------------------------------------------------------------
+
+
+def run_memproc(
+    args: argparse.Namespace,
+    embedder: common.CachingEmbedder,
+    conv: Conversation,
+    queries: list[Query],
+    timings: common.Timings,
+    notes: common.ModeNotes,
+) -> dict[str, list[list[str]]]:
+    """Per mode, per query: ranked dia_ids."""
+    modes = common.parse_modes(args.modes)
+    items = [
+        {
+            "kind": "episode",
+            "content": conv.texts[i],
+            "metadata": conv.metadata[i],
+            "occurred_at": conv.dates[i],
+            "source": {"harness": "locomo", "session": conv.sample_id},
+        }
+        for i in range(len(conv.texts))
+    ]
+    runs: dict[str, list[list[str]]] = {}
+    with common.temp_db("locomo-") as db_path:
+        runtimes = common.ModeRuntimes(db_path, embedder, args, modes)
+        try:
+            with timings.measure("memproc ingest (per conversation)"):
+                memory_ids = common.remember_all(runtimes.writer(), SCOPE, items)
+            by_memory = common.index_memories(memory_ids)
+            common.warm_queries(embedder, [query.question for query in queries])
+            for mode in modes:
+                runs[mode] = []
+                for query in queries:
+                    with timings.measure(f"memproc {mode} search"):
+                        result = common.memproc_search(
+                            runtimes[mode],
+                            scope=SCOPE,
+                            query=query.question,
+                            limit=SEARCH_LIMIT,
+                            mode=common.search_mode(mode),
+                            now=conv.last_date,
+                        )
+                    notes.record(mode, result)
+                    ranking = common.expand_hits([h.id for h in result.results], by_memory)
+                    runs[mode].append([conv.dia_ids[i] for i in ranking])
+        finally:
+            runtimes.close()
+    return runs
+
+
+def run_baseline(
+    embedder: common.CachingEmbedder,
+    conv: Conversation,
+    queries: list[Query],
+    timings: common.Timings,
+) -> dict[str, list[list[str]]]:
+    with timings.measure("naive index (per conversation)"):
+        index = common.NaiveIndex(conv.texts, embedder)
+    runs: dict[str, list[list[str]]] = {}
+    for system in common.BASELINE_SYSTEMS:
+        runs[system] = []
+        for query in queries:
+            with timings.measure(f"{system} search"):
+                ranking = index.rank(system, query.question)
+            runs[system].append([conv.dia_ids[i] for i in ranking])
+    return runs
+
+
+# -- scoring ---------------------------------------------------------------------------------
+
+
+def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    for k in KS:
+        recall, any_hit = common.evidence_recall(ranked, evidence, k)
+        metrics[f"recall@{k}"], metrics[f"any-hit@{k}"] = recall, any_hit
+    return metrics
+
+
+def report(results: list[tuple[int, str, dict[str, float]]], notes: common.ModeNotes) -> None:
+    systems = list(dict.fromkeys(system for _, system, _ in results))
+    for category in [None, *CATEGORIES]:
+        chosen = [r for r in results if category is None or r[0] == category]
+        if not chosen:
+            continue
+        n = len(chosen) // max(1, len(systems))
+        name = "overall" if category is None else f"{category} {CATEGORIES[category]}"
+        rows = []
+        for system in systems:
+            mine = [m for _, s, m in chosen if s == system]
+            label = notes.label(system) if system in common.MEMPROC_MODES else system
+            rows.append((label, [common.mean(m[c] for m in mine) for c in COLUMNS]))
+        common.print_table(f"{name} (n={n})", COLUMNS, rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="locomo_dev.json")
+    parser.add_argument("--out", default=None, help="per-question rows (JSONL)")
+    common.add_common_args(parser)
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    with open(args.data, encoding="utf-8") as handle:
+        samples = json.load(handle)
+    picked = common.subset(samples, args.every, args.limit)
+    conversations = {s["sample_id"]: load_conversation(s) for s in picked}
+    known = {sid: set(conv.dia_ids) for sid, conv in conversations.items()}
+    queries, dropped_ids, unscored = collect_queries(picked, known)
+
+    embedder = common.load_embedder(args)
+    timings, notes = common.Timings(), common.ModeNotes()
+    results: list[tuple[int, str, dict[str, float]]] = []
+    out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
+    try:
+        for sample_id, conv in conversations.items():
+            mine = [q for q in queries if q.sample_id == sample_id]
+            runs = run_memproc(args, embedder, conv, mine, timings, notes)
+            if not args.no_baseline:
+                runs |= run_baseline(embedder, conv, mine, timings)
+            for system, rankings in runs.items():
+                for query, ranked in zip(mine, rankings, strict=True):
+                    metrics = score(ranked, query.evidence)
+                    results.append((query.category, system, metrics))
+                    if out is not None:
+                        row = {
+                            "sample_id": sample_id,
+                            "category": query.category,
+                            "question": query.question,
+                            "system": system,
+                            "evidence": sorted(query.evidence),
+                            "top10": ranked[:10],
+                            "metrics": metrics,
+                        }
+                        out.write(json.dumps(row) + "\n")
+            common.log(
+                f"{sample_id}: {len(conv.texts)} turns, {len(mine)} questions, "
+                f"{time.perf_counter() - started:.0f} s; " + embedder.stats.line()
+            )
+    finally:
+        if out is not None:
+            out.close()
+
+    turns = sum(len(c.texts) for c in conversations.values())
+    used = common.describe_subset(len(samples), len(picked), args.every, args.limit)
+    print(
+        f"LoCoMo dev: conversations {used}; {turns} turns; {len(queries)} questions of "
+        f"categories 1-4 scored ({unscored} without a resolvable evidence id, "
+        f"{dropped_ids} malformed evidence ids skipped)"
+    )
+    boosts = common.runtime_settings("hybrid+boosts", args)
+    print(
+        f"embedder: {embedder.name}; remember_batch: {common.has_remember_batch()}; "
+        f"hybrid+boosts settings: {boosts}\n"
+    )
+    report(results, notes)
+    for line in notes.warnings():
+        print("WARNING:", line)
+    print("timings (query vectors come from the cache, so searches exclude them):")
+    print("\n".join(timings.lines()))
+    print(embedder.stats.line())
+    print(f"wall time: {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
