@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,7 @@ class Runtime:
         self._index: VectorIndex | None = None
         self._dense_caches: dict[int, DenseCache] = {}
         self._closing = threading.Event()
+        self._background_threads: list[threading.Thread] = []
 
     def open_store(self) -> None:
         """Try to open the store now; remember why if it fails."""
@@ -99,7 +101,7 @@ class Runtime:
 
     def _on_model_ready(self, kind: str, model: Any) -> None:
         if kind == "embedder":
-            threading.Thread(target=self.backfill, name="memproc-backfill", daemon=True).start()
+            self._in_background(self.backfill, "memproc-backfill")
 
     def backfill(self) -> int:
         """Embed memories that lack vectors for the current embedder, reporting progress as
@@ -135,10 +137,18 @@ class Runtime:
             if cache is None:
                 cache = self._dense_caches[row.id] = DenseCache(row)
         if not cache.loaded and not cache.loading and not cache.too_large:
-            threading.Thread(
-                target=self.warm_dense_cache, args=(row,), name="memproc-dense", daemon=True
-            ).start()
+            self._in_background(lambda: self.warm_dense_cache(row), "memproc-dense")
         return cache
+
+    def _in_background(self, work: Callable[[], object], name: str) -> None:
+        """Run store work on a daemon thread that close() waits for."""
+        if self._closing.is_set():
+            return
+        thread = threading.Thread(target=work, name=name, daemon=True)
+        with self._store_lock:
+            self._background_threads = [t for t in self._background_threads if t.is_alive()]
+            self._background_threads.append(thread)
+        thread.start()
 
     def warm_dense_cache(self, row: EmbedderRow) -> None:
         """Load the in-memory copy unless it is loaded or another thread is loading it."""
@@ -148,7 +158,9 @@ class Runtime:
             return
         try:
             with self.store().reading() as conn:
-                if not cache.load(conn, self.config.dense_copy_max_rows):
+                limit = self.config.dense_copy_max_rows
+                loaded = cache.load(conn, limit, should_stop=self._closing.is_set)
+                if not loaded and not self._closing.is_set():
                     cache.too_large = True
                     log.info("too many vectors for the in-memory copy; using sqlite-vec")
         except MemprocError as exc:
@@ -162,8 +174,18 @@ class Runtime:
         reason = None if self._store_error is None else self._store_error.data.get("reason")
         return "failed", reason
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 30.0) -> None:
+        """Stop background work (it checks between batches), wait for it, close the store:
+        closing a connection another thread is reading through would fail in that thread."""
         self._closing.set()
+        deadline = time.monotonic() + wait_s
+        with self._store_lock:
+            threads = list(self._background_threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in threads):
+            log.warning("background work still running at close; leaving the store open")
+            return
         with self._store_lock:
             if self._store is not None:
                 self._store.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import apsw
 import numpy as np
@@ -53,9 +53,15 @@ class DenseCache:
         """Only the caller whose claim_loading() returned True calls this."""
         self._loading.release()
 
-    def load(self, conn: apsw.Connection, max_rows: int | None = None) -> bool:
+    def load(
+        self,
+        conn: apsw.Connection,
+        max_rows: int | None = None,
+        should_stop: Callable[[], bool] = bool,
+    ) -> bool:
         """Read every vector (call inside a read transaction so rows and journal agree);
-        False, leaving the copy unloaded, when there are more than `max_rows`."""
+        False, leaving the copy unloaded, when there are more than `max_rows` or when
+        `should_stop()` turns true between blocks."""
         with self._lock:
             _, newest = vector_sql.journal_bounds(conn, self.embedder)
             count = vector_sql.count_vector_rows(conn, self.embedder)
@@ -64,6 +70,9 @@ class DenseCache:
             self._reset(count + LOAD_HEADROOM)
             rows = vector_sql.iter_vector_rows(conn, self.embedder)
             while block := list(itertools.islice(rows, LOAD_BLOCK)):
+                if should_stop():
+                    self._reset(LOAD_HEADROOM)
+                    return False
                 self._append(block)
             self._journal_id = newest
             self._loaded = True
