@@ -70,6 +70,13 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive pipeline")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="memproc config setting for every mode, e.g. --set rrf_k=30 (repeatable)",
+    )
+    parser.add_argument(
         "--recency-weight", type=float, default=None, help="hybrid+boosts: config recency_weight"
     )
     parser.add_argument(
@@ -326,8 +333,9 @@ def runtime_settings(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     """Config overrides for a memproc mode: boosts off unless the mode is hybrid+boosts, where
     each weight comes from its flag, else the config default, else FALLBACK_BOOSTS (the
     config defaults are 0, which would make hybrid+boosts the same as hybrid)."""
+    overrides = config_overrides(getattr(args, "set", []))
     if mode != "hybrid+boosts":
-        return dict(NO_BOOSTS)
+        return {**overrides, **NO_BOOSTS}
     flags = {
         "recency_weight": args.recency_weight,
         "recency_half_life_days": args.recency_half_life_days,
@@ -343,7 +351,14 @@ def runtime_settings(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             settings[name] = FALLBACK_BOOSTS[name]
         else:
             settings[name] = configured
-    return settings
+    return {**overrides, **settings}
+
+
+def config_overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """`["rrf_k=30"]` -> {"rrf_k": 30}, typed and range-checked by memproc's own Config."""
+    raw = dict(pair.split("=", 1) for pair in pairs)
+    typed = msgspec.structs.asdict(msgspec.convert(raw, Config, strict=False))
+    return {key: typed[key] for key in raw}
 
 
 def search_mode(mode: str) -> str:

@@ -122,7 +122,7 @@ def run_memproc(
     items = [
         {
             "kind": "episode",
-            "content": conv.texts[i],
+            "content": with_context(conv, i, args.context_turns),
             "metadata": conv.metadata[i],
             "occurred_at": conv.dates[i],
             "source": {"harness": "locomo", "session": conv.sample_id},
@@ -155,6 +155,16 @@ def run_memproc(
         finally:
             runtimes.close()
     return runs
+
+
+def with_context(conv: Conversation, index: int, turns: int) -> str:
+    """A turn keyed with the turns before it in the same session: a reply ("Yes, last week!")
+    means little without what it answers."""
+    session = conv.metadata[index]["session"]
+    start = index
+    while start > 0 and index - start < turns and conv.metadata[start - 1]["session"] == session:
+        start -= 1
+    return "\n".join(conv.texts[start : index + 1])
 
 
 def run_baseline(
@@ -206,6 +216,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="locomo_dev.json")
     parser.add_argument("--out", default=None, help="per-question rows (JSONL)")
+    parser.add_argument(
+        "--context-turns", type=int, default=0, help="memproc: key each turn with N turns before it"
+    )
     common.add_common_args(parser)
     args = parser.parse_args()
     started = time.perf_counter()

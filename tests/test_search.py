@@ -16,6 +16,7 @@ from memproc.errors import NotFound, NotReady
 from memproc.models import embedder as embedder_module
 from memproc.ops import memory as memory_ops
 from memproc.protocol.messages import FeedbackParams, ForgetParams, SearchResult
+from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
 from memproc.store.quoting import fts_match_any
@@ -222,7 +223,7 @@ def test_explain_accounts_for_every_candidate(rt: Runtime) -> None:
         assert candidate.fused_rank is not None and candidate.fused_score is not None
         assert candidate.boost == 1.0
         assert (candidate.rerank_rank, candidate.rerank_score) == (None, None)
-    assert explanation.queries.lexical == fts_match_any(query)
+    assert explanation.queries.lexical == lexical_match(query)  # function words dropped
     assert explanation.queries.dense == query  # MiniLM has no query prefix
     assert explanation.queries.embedder == EMBEDDER
     assert explanation.queries.reranker is None

@@ -26,8 +26,9 @@ from memproc.retrieval import pipeline
 from memproc.retrieval.boosts import BoostWeights, parse_time
 from memproc.retrieval.indexing import VectorIndex
 from memproc.retrieval.pipeline import Candidate, SearchPlan
+from memproc.retrieval.query import lexical_match
+from memproc.retrieval.timeframe import find_timeframe
 from memproc.store import vectors as vector_sql
-from memproc.store.quoting import fts_match_any
 
 
 def search(ctx: OpContext, params: SearchParams) -> SearchResult:
@@ -90,12 +91,13 @@ def _plan(
     query_vector: Any,
 ) -> SearchPlan:
     config = ctx.runtime.config
-    now = normalize_time(params.now, "$.params.now")
+    now_text = normalize_time(params.now, "$.params.now")
+    now = datetime.now(UTC) if now_text is None else parse_time(now_text)
     return SearchPlan(
         scopes=scopes,
         kinds=None if params.kinds is None else list(params.kinds),
         limit=params.limit,
-        lexical_match=None if mode == "dense" else fts_match_any(params.query),
+        lexical_match=None if mode == "dense" else lexical_match(params.query),
         query_vector=None if query_vector is None else query_vector.tobytes(),
         embedder=embedder_row,
         dense_cache=None if embedder_row is None else ctx.runtime.dense_cache(embedder_row),
@@ -111,7 +113,8 @@ def _plan(
             importance=config.importance_weight,
             access=config.access_weight,
         ),
-        now=datetime.now(UTC) if now is None else parse_time(now),
+        now=now,
+        timeframe=find_timeframe(params.query, now),
     )
 
 
@@ -148,6 +151,7 @@ def _explain(
             dense=dense_query,
             embedder=None if index is None else index.embedder.name,
             reranker=None if reranker is None else reranker.name,
+            timeframe=_describe_frame(plan),
         ),
         settings={
             "mode": mode,
@@ -167,6 +171,13 @@ def _explain(
         counts=counts,
         candidates=[_candidate_view(c) for c in everyone],
     )
+
+
+def _describe_frame(plan: SearchPlan) -> str | None:
+    frame = plan.timeframe
+    if frame is None:
+        return None
+    return f"{frame.phrase!r}: [{frame.start.isoformat()}, {frame.end.isoformat()})"
 
 
 _OUTCOME_ORDER = {"returned": 0, "below_confidence": 1, "outside_limit": 2, "filtered": 3}
@@ -189,6 +200,7 @@ def _candidate_view(candidate: Candidate) -> CandidateExplanation:
         dense_similarity=candidate.dense_similarity,
         fused_rank=candidate.fused_rank,
         fused_score=candidate.fused_score,
+        time_rank=candidate.time_rank,
         boost=candidate.boost,
         rerank_rank=candidate.rerank_rank,
         rerank_score=candidate.rerank_score,

@@ -260,6 +260,7 @@ class ChannelQueries(msgspec.Struct, kw_only=True):
     dense: str | None = None
     embedder: str | None = None
     reranker: str | None = None
+    timeframe: str | None = None
 
 
 Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
@@ -277,6 +278,7 @@ class CandidateExplanation(msgspec.Struct, kw_only=True):
     dense_similarity: float | None = None
     fused_rank: int | None = None
     fused_score: float | None = None
+    time_rank: int | None = None
     boost: float | None = None
     rerank_rank: int | None = None
     rerank_score: float | None = None

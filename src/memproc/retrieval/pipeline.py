@@ -18,6 +18,7 @@ import numpy as np
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
 from memproc.retrieval.dense_cache import DenseCache
 from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
@@ -44,6 +45,7 @@ class SearchPlan:
     min_confidence: float
     weights: BoostWeights
     now: datetime
+    timeframe: TimeFrame | None = None
 
 
 @dataclass
@@ -55,6 +57,7 @@ class Candidate:
     dense_similarity: float | None = None
     fused_score: float = 0.0
     fused_rank: int | None = None
+    time_rank: int | None = None
     uses: int = 0
     boost: float = 1.0
     rerank_score: float | None = None
@@ -146,9 +149,12 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
         "dense": _order_by(servable, "dense_rank"),
     }
     fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
+    if plan.timeframe is not None:
+        rankings["time"] = _time_ranking(servable, fused, plan.timeframe)
+        fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
     for candidate in servable:
         candidate.fused_score = fused.get(candidate.record.seq, 0.0)
-        if plan.weights.active:
+        if plan.weights.active or plan.timeframe is not None:
             # Boosts multiply the fused score, which is always positive: a raw cosine can be
             # negative, and a boost must never push a memory down.
             candidate.boost = _boost(candidate, plan)
@@ -159,6 +165,24 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
     for rank, candidate in enumerate(sorted(servable, key=lambda c: -c.fused_score), start=1):
         candidate.fused_rank = rank
     return servable
+
+
+def _time_ranking(
+    candidates: Sequence[Candidate], relevance: dict[int, float], frame: TimeFrame
+) -> list[int]:
+    """The time channel: candidates by how far their event time lies from the asked-about
+    span (inside it first), relevance breaking ties. It only reorders what the text channels
+    found; it never brings in a memory for its date alone."""
+
+    def key(candidate: Candidate) -> tuple[float, float]:
+        record = candidate.record
+        when = parse_time(record.occurred_at or record.created_at)
+        return frame.distance(when).total_seconds(), -relevance.get(record.seq, 0.0)
+
+    ordered = sorted(candidates, key=key)
+    for rank, candidate in enumerate(ordered, start=1):
+        candidate.time_rank = rank
+    return [candidate.record.seq for candidate in ordered]
 
 
 def _servable(candidate: Candidate, plan: SearchPlan) -> bool:
