@@ -122,7 +122,7 @@ def run_memproc(
     items = [
         {
             "kind": "episode",
-            "content": with_context(conv, i, args.context_turns),
+            "content": with_context(conv, i, args.context_turns, args.context_after),
             "metadata": conv.metadata[i],
             "occurred_at": conv.dates[i],
             "source": {"harness": "locomo", "session": conv.sample_id},
@@ -157,14 +157,20 @@ def run_memproc(
     return runs
 
 
-def with_context(conv: Conversation, index: int, turns: int) -> str:
-    """A turn keyed with the turns before it in the same session: a reply ("Yes, last week!")
-    means little without what it answers."""
+def with_context(conv: Conversation, index: int, before: int, after: int = 0) -> str:
+    """A turn keyed with the turns around it in the same session: a reply ("Yes, last week!")
+    means little without what it answers, and a statement is often explained by the reply."""
     session = conv.metadata[index]["session"]
-    start = index
-    while start > 0 and index - start < turns and conv.metadata[start - 1]["session"] == session:
+
+    def same_session(i: int) -> bool:
+        return 0 <= i < len(conv.texts) and conv.metadata[i]["session"] == session
+
+    start, end = index, index + 1
+    while index - start < before and same_session(start - 1):
         start -= 1
-    return "\n".join(conv.texts[start : index + 1])
+    while end - index - 1 < after and same_session(end):
+        end += 1
+    return "\n".join(conv.texts[start:end])
 
 
 def run_baseline(
@@ -217,7 +223,13 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="locomo_dev.json")
     parser.add_argument("--out", default=None, help="per-question rows (JSONL)")
     parser.add_argument(
-        "--context-turns", type=int, default=0, help="memproc: key each turn with N turns before it"
+        "--context-turns",
+        type=int,
+        default=2,
+        help="memproc: key each turn with N turns before it (0: the bare turn)",
+    )
+    parser.add_argument(
+        "--context-after", type=int, default=0, help="memproc: and with N turns after it"
     )
     common.add_common_args(parser)
     args = parser.parse_args()

@@ -230,7 +230,7 @@ def test_explain_accounts_for_every_candidate(rt: Runtime) -> None:
     settings = explanation.settings
     assert settings["mode"] == "hybrid"
     assert settings["dense_index"] in ("memory", "sqlite-vec")
-    assert (settings["rrf_k"], settings["candidate_pool"]) == (60, 100)
+    assert (settings["rrf_k"], settings["candidate_pool"]) == (60, 20)
     assert settings["boosts"] == {
         "recency": 0.0,
         "half_life_days": 30.0,

@@ -51,7 +51,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000
-    candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 100
+    # How deep each channel's ranking goes into fusion. Deep lists hurt reciprocal-rank
+    # fusion: two mediocre ranks (50 + 50) outscore one channel's top hit. Raised to the
+    # request's limit when that is larger.
+    candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 20
     rerank_pool: Annotated[int, msgspec.Meta(ge=1, le=500)] = 30
     min_confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0
     recency_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0

@@ -18,8 +18,10 @@ _COLUMNS = (
     "seq, id, scope, kind, content, tags, metadata, source, importance, status, "
     "created_at, updated_at, occurred_at"
 )
-# FTS5 column weights for bm25(): content, then tags.
-_BM25_WEIGHTS = "10.0, 3.0"
+# FTS5 column weights for bm25(): content, then tags. FTS5 multiplies a column's hit counts by
+# its weight *before* bm25's saturation, so a weight far from 1 distorts bm25 itself; content
+# keeps the standard 1 (SciFact lexical nDCG@10 0.682 against 0.657 with 10).
+_BM25_WEIGHTS = "1.0, 0.5"
 
 
 def content_hash(content: str) -> str:
