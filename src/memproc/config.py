@@ -48,6 +48,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 5.0
     # Retrieval.
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
+    # Read time expressions in queries ("last weekend") and rank memories from that span up.
+    time_awareness: bool = True
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000

@@ -114,7 +114,7 @@ def _plan(
             access=config.access_weight,
         ),
         now=now,
-        timeframe=find_timeframe(params.query, now),
+        timeframe=find_timeframe(params.query, now) if config.time_awareness else None,
     )
 
 
