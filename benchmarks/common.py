@@ -38,8 +38,9 @@ from memproc.protocol.methods import METHOD_TABLE
 from memproc.runtime import Runtime
 from memproc.store.quoting import fts_match_any
 
-DEFAULT_MODELS_DIR = "/work/main/.cache/models"
-DEFAULT_CACHE_DIR = "/work/main/.cache/bench"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODELS_DIR = os.path.join(REPO, ".cache", "models")
+DEFAULT_CACHE_DIR = os.path.join(REPO, ".cache", "bench")
 DEFAULT_MODEL = "minilm-l6-int8"
 MEMPROC_MODES = ("lexical", "dense", "hybrid", "hybrid+boosts")
 BASELINE_SYSTEMS = ("naive-bm25", "naive-dense", "naive-hybrid")

@@ -41,11 +41,11 @@ from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
 from memproc.protocol.messages import RememberBatchParams, RememberItem, SearchParams
 from memproc.retrieval.indexing import VectorIndex
+from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.store.connection import sqlite_vec_path
-from memproc.store.quoting import fts_match_any
 from memproc.store.records import NewMemory
 from memproc.store.vectors import PendingMemory
 
@@ -136,7 +136,7 @@ class Floor:
         scores = self.matrix @ vector
         top = np.argpartition(-scores, self.pool)[: self.pool]
         top[np.argsort(-scores[top])]
-        match = fts_match_any(query) or '""'
+        match = lexical_match(query) or "\"\""
         self.conn.execute(
             "SELECT rowid, bm25(memories_fts) AS s FROM memories_fts WHERE memories_fts MATCH ? "
             "ORDER BY s LIMIT ?",

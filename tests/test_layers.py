@@ -194,3 +194,19 @@ def test_the_store_does_contain_sql() -> None:
 @pytest.mark.parametrize("name", [n for n in modules() if not in_layer(n, "memproc.store")])
 def test_no_sql_outside_the_store(name: str) -> None:
     assert list(sql_literals(modules()[name].read_text())) == []
+
+
+def test_starting_the_service_imports_no_numerical_or_model_library() -> None:
+    """Start-up stays in milliseconds: numpy, onnxruntime and tokenizers load with the models,
+    on the background thread, never on the path from spawn to the first `ping`."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, memproc.cli, memproc.service, memproc.protocol.methods, memproc.runtime; "
+        "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers') if m in sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert completed.stdout.strip() == "[]"

@@ -11,17 +11,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
 from memproc.models.manager import ModelManager
-from memproc.retrieval.dense_cache import DenseCache
 from memproc.retrieval.indexing import VectorIndex
 from memproc.scopes import ScopePolicy
 from memproc.store import Store
 from memproc.store.connection import ConnectionSettings
 from memproc.store.vectors import EmbedderRow
+
+if TYPE_CHECKING:  # numpy-backed: imported when first used, so start-up does not pay for it
+    from memproc.retrieval.dense_cache import DenseCache
 
 log = logging.getLogger("memproc.runtime")
 
@@ -132,6 +134,8 @@ class Runtime:
     def dense_cache(self, row: EmbedderRow) -> DenseCache:
         """This process's in-memory copy of an embedder's vectors (maybe not loaded yet: then
         one load starts in the background and searches use sqlite-vec meanwhile)."""
+        from memproc.retrieval.dense_cache import DenseCache
+
         with self._store_lock:
             cache = self._dense_caches.get(row.id)
             if cache is None:
@@ -152,6 +156,8 @@ class Runtime:
 
     def warm_dense_cache(self, row: EmbedderRow) -> None:
         """Load the in-memory copy unless it is loaded or another thread is loading it."""
+        from memproc.retrieval.dense_cache import DenseCache
+
         with self._store_lock:
             cache = self._dense_caches.setdefault(row.id, DenseCache(row))
         if cache.loaded or not cache.claim_loading():

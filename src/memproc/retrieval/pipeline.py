@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
-from memproc.retrieval.dense_cache import DenseCache
 from memproc.retrieval.fusion import reciprocal_rank_fusion
 from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord
@@ -24,6 +22,9 @@ from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.store.records import SEARCHABLE_STATUSES
 from memproc.store.vectors import EmbedderRow
+
+if TYPE_CHECKING:  # numpy-backed: not imported at start-up
+    from memproc.retrieval.dense_cache import DenseCache
 
 # Dense search runs over chunks; ask for more chunks than memories so that several chunks of
 # one long memory do not crowd out other memories.
@@ -129,6 +130,8 @@ def _nearest_chunks(conn: apsw.Connection, plan: SearchPlan) -> tuple[list[tuple
     k = plan.pool * CHUNKS_PER_CANDIDATE
     cache = plan.dense_cache
     if cache is not None and cache.loaded and cache.refresh(conn):
+        import numpy as np
+
         query = np.frombuffer(plan.query_vector, dtype=np.float32)
         return cache.nearest(query, plan.scopes, plan.kinds, k), "memory"
     hits = vector_sql.nearest(
