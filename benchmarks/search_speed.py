@@ -136,7 +136,7 @@ class Floor:
         scores = self.matrix @ vector
         top = np.argpartition(-scores, self.pool)[: self.pool]
         top[np.argsort(-scores[top])]
-        match = lexical_match(query) or "\"\""
+        match = lexical_match(query) or '""'
         self.conn.execute(
             "SELECT rowid, bm25(memories_fts) AS s FROM memories_fts WHERE memories_fts MATCH ? "
             "ORDER BY s LIMIT ?",
