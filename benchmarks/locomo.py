@@ -122,7 +122,7 @@ def run_memproc(
     items = [
         {
             "kind": "episode",
-            "content": with_context(conv, i, args.context_turns, args.context_after),
+            **keyed(conv, i, args),
             "metadata": conv.metadata[i],
             "occurred_at": conv.dates[i],
             "source": {"harness": "locomo", "session": conv.sample_id},
@@ -155,6 +155,15 @@ def run_memproc(
         finally:
             runtimes.close()
     return runs
+
+
+def keyed(conv: Conversation, index: int, args: argparse.Namespace) -> dict[str, str]:
+    """The memory's content, and its context where the keying puts it in a field of its own."""
+    if args.context_in == "content":
+        return {"content": with_context(conv, index, args.context_turns, args.context_after)}
+    before = with_context(conv, index, args.context_turns, args.context_after)
+    context = before.removesuffix(conv.texts[index]).strip()
+    return {"content": conv.texts[index]} | ({"context": context} if context else {})
 
 
 def with_context(conv: Conversation, index: int, before: int, after: int = 0) -> str:
@@ -230,6 +239,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--context-after", type=int, default=0, help="memproc: and with N turns after it"
+    )
+    parser.add_argument(
+        "--context-in",
+        choices=("field", "content"),
+        default="field",
+        help="memproc: pass those turns as the memory's context field, or inside its content",
     )
     common.add_common_args(parser)
     args = parser.parse_args()

@@ -49,6 +49,8 @@ def _new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> Ne
     config = ctx.runtime.config
     check_content(item.content, config.max_content_chars, f"{path}.content")
     check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
+    if item.context is not None:
+        check_content(item.context, config.max_content_chars, f"{path}.context")
     return NewMemory(
         scope=scope,
         kind=item.kind,
@@ -59,6 +61,7 @@ def _new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> Ne
         importance=item.importance,
         client_token=item.client_token,
         occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
+        context=item.context,
     )
 
 
@@ -75,9 +78,10 @@ def _remember_all(ctx: OpContext, news: list[NewMemory]) -> list[RememberResult]
     index = ctx.runtime.vector_index(wait_s=0.0, required=False)
     vectors: dict[int, list[bytes]] = {}
     if index is not None and fresh:
-        distinct = list(dict.fromkeys(news[i].content for i in fresh))
-        embedded = dict(zip(distinct, embed_contents(index.embedder, distinct), strict=True))
-        vectors = {i: embedded[news[i].content] for i in fresh}
+        keys = list(dict.fromkeys((news[i].content, news[i].context) for i in fresh))
+        computed = embed_contents(index.embedder, [k[0] for k in keys], [k[1] for k in keys])
+        embedded = dict(zip(keys, computed, strict=True))
+        vectors = {i: embedded[(news[i].content, news[i].context)] for i in fresh}
         index.row()  # registers the embedder (its own short write) before ours begins
     ctx.token.check()
     results = []
@@ -90,7 +94,12 @@ def _remember_all(ctx: OpContext, news: list[NewMemory]) -> list[RememberResult]
             memory_id, seq = memory_sql.insert(conn, new)
             if index is not None and i in vectors:
                 pending = PendingMemory(
-                    seq, new.scope, new.kind, new.content, memory_sql.content_hash(new.content)
+                    seq,
+                    new.scope,
+                    new.kind,
+                    new.content,
+                    memory_sql.content_hash(new.content),
+                    new.context,
                 )
                 vector_sql.put_vectors(conn, index.row(), pending, vectors[i])
             results.append(RememberResult(id=memory_id, created=True))

@@ -162,6 +162,17 @@ class RememberItem(Params, kw_only=True):
     importance: Importance = 0.5
     client_token: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
     occurred_at: Timestamp | None = None
+    context: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                description="Text that helps find this memory but is not part of it (e.g. the "
+                "conversation turns before it): searched, never returned. Bounded like content.",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class RememberParams(RememberItem, kw_only=True):

@@ -39,11 +39,24 @@ def manifest_fingerprint(manifest: Any) -> str:
     return hashlib.sha256(VECTOR_RECIPE.encode() + b"\0" + encoded).hexdigest()
 
 
-def embed_contents(embedder: Any, contents: Sequence[str]) -> list[list[bytes]]:
-    """Per content, the float32 bytes of each chunk's vector. All chunks of all contents go
-    through the embedder together so batching sees the whole workload."""
+def embed_contents(
+    embedder: Any, contents: Sequence[str], contexts: Sequence[str | None] | None = None
+) -> list[list[bytes]]:
+    """Per content, the float32 bytes of each chunk's vector: the content's own chunks, and
+    with a context, the chunks of context and content together (a memory scores as its best
+    chunk, so the context can only help it be found). All chunks of all contents go through
+    the embedder together so batching sees the whole workload."""
     max_tokens = embedder.manifest.max_length
-    chunked = [chunk_text(text, max_tokens, embedder.token_counts) for text in contents]
+    contexts = contexts or [None] * len(contents)
+    chunked = [
+        chunk_text(text, max_tokens, embedder.token_counts)
+        + (
+            []
+            if not context
+            else chunk_text(f"{context}\n{text}", max_tokens, embedder.token_counts)
+        )
+        for text, context in zip(contents, contexts, strict=True)
+    ]
     flat = [chunk for chunks in chunked for chunk in chunks]
     matrix = embedder.embed_documents(flat)
     result, start = [], 0
@@ -94,7 +107,9 @@ class VectorIndex:
         return done
 
     def _write_batch(self, row: EmbedderRow, batch: list[PendingMemory]) -> None:
-        vectors = embed_contents(self.embedder, [memory.content for memory in batch])
+        vectors = embed_contents(
+            self.embedder, [m.content for m in batch], [m.context for m in batch]
+        )
         with self.store.writing() as conn:
             for memory, memory_vectors in zip(batch, vectors, strict=True):
                 if vector_sql.is_current(conn, memory):

@@ -21,7 +21,8 @@ _COLUMNS = (
 # FTS5 column weights for bm25(): content, then tags. FTS5 multiplies a column's hit counts by
 # its weight *before* bm25's saturation, so a weight far from 1 distorts bm25 itself; content
 # keeps the standard 1 (SciFact lexical nDCG@10 0.682 against 0.657 with 10).
-_BM25_WEIGHTS = "1.0, 0.5"
+# Context (text around a memory, see migration 3) counts for less than the memory itself.
+_BM25_WEIGHTS = "1.0, 0.5, 0.5"
 
 
 def content_hash(content: str) -> str:
@@ -78,8 +79,8 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
     now = now_rfc3339()
     conn.execute(
         "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, client_token, created_at, updated_at, occurred_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+        "importance, status, client_token, created_at, updated_at, occurred_at, context) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
         (
             memory_id,
             new.scope,
@@ -94,6 +95,7 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
             now,
             now,
             new.occurred_at,
+            new.context,
         ),
     )
     return memory_id, conn.last_insert_rowid()

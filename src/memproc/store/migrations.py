@@ -111,7 +111,44 @@ CREATE TABLE memory_access (
 CREATE INDEX memory_access_by_memory ON memory_access (memory_seq);
 """
 
-MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2)
+_CONTEXT_V3 = """
+-- Text that helps find a memory without being part of it (for a conversation turn, the turns
+-- before it): indexed by FTS5 in its own, lighter column and embedded as extra chunks, never
+-- returned as content. The FTS table is rebuilt with the new column.
+ALTER TABLE memories ADD COLUMN context TEXT;
+
+DROP TRIGGER memories_fts_insert;
+DROP TRIGGER memories_fts_delete;
+DROP TRIGGER memories_fts_update;
+DROP TABLE memories_fts;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, tags, context,
+    content = 'memories', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content, tags, context)
+    VALUES (new.seq, new.content, new.tags, new.context);
+END;
+
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags, context)
+    VALUES ('delete', old.seq, old.content, old.tags, old.context);
+END;
+
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, tags, context ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags, context)
+    VALUES ('delete', old.seq, old.content, old.tags, old.context);
+    INSERT INTO memories_fts (rowid, content, tags, context)
+    VALUES (new.seq, new.content, new.tags, new.context);
+END;
+
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+"""
+
+MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2, _CONTEXT_V3)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -36,6 +36,7 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     importance: float
     client_token: str | None
     occurred_at: str | None = None
+    context: str | None = None
 
 
 class SearchRow(msgspec.Struct, frozen=True):

@@ -36,6 +36,7 @@ class PendingMemory:
     kind: str
     content: str
     content_sha256: str
+    context: str | None = None
 
 
 def find_embedder(conn: apsw.Connection, fingerprint: str) -> EmbedderRow | None:
@@ -191,7 +192,7 @@ def pending_memories(
 ) -> list[PendingMemory]:
     """Searchable memories with no vectors for this embedder, or vectors of older content."""
     rows = conn.execute(
-        "SELECT m.seq, m.scope, m.kind, m.content, m.content_sha256 FROM memories AS m "
+        "SELECT m.seq, m.scope, m.kind, m.content, m.content_sha256, m.context FROM memories AS m "
         "LEFT JOIN memory_embeddings AS e ON e.memory_seq = m.seq AND e.embedder_id = :embedder "
         "WHERE m.seq > :after AND m.status IN (SELECT value FROM json_each(:statuses)) "
         "AND (e.memory_seq IS NULL OR e.content_sha256 != m.content_sha256) "
