@@ -25,7 +25,7 @@ import gzip
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -48,6 +48,7 @@ class Corpus:
     texts: list[str]
     dates: list[str]  # RFC 3339
     metadata: list[dict[str, Any]]
+    contexts: list[str | None] = field(default_factory=list)  # memproc's `context` per item
 
     @property
     def gold(self) -> list[str]:
@@ -78,10 +79,14 @@ def session_corpus(entry: dict[str, Any]) -> Corpus:
     return corpus
 
 
-def turn_corpus(entry: dict[str, Any]) -> Corpus:
+def turn_corpus(entry: dict[str, Any], context_turns: int = 1) -> Corpus:
+    """User turns, each with the user turns before it in its session as memproc's context."""
     corpus = Corpus([], [], [], [])
     for sid, session, date in _haystack(entry):
+        earlier: list[str] = []
         for index, turn in user_turns(session):
+            corpus.contexts.append("\n".join(earlier[-context_turns:]) if context_turns else None)
+            earlier.append(turn["content"])
             doc_id = f"{sid}_{index + 1}"
             if "answer" in sid and not turn.get("has_answer"):
                 doc_id = doc_id.replace("answer", "noans")
@@ -158,10 +163,15 @@ class Runner:
         return {
             "kind": "episode",
             "content": corpus.texts[index],
+            **({"context": corpus.contexts[index]} if self._context(corpus, index) else {}),
             "metadata": corpus.metadata[index],
             "occurred_at": corpus.dates[index],
             "source": {"harness": "longmemeval", "session": corpus.metadata[index]["session_id"]},
         }
+
+    @staticmethod
+    def _context(corpus: Corpus, index: int) -> str | None:
+        return corpus.contexts[index] if index < len(corpus.contexts) else None
 
     def _search(self, runtime: Any, mode: str, entry: dict[str, Any], granularity: str) -> Any:
         with self.timings.measure(f"memproc {mode} search ({granularity})"):
@@ -284,6 +294,12 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="longmemeval_s_dev.jsonl.gz")
     parser.add_argument("--granularity", choices=["session", "turn", "both"], default="both")
     parser.add_argument("--out", default=None, help="per-question rows (JSONL)")
+    parser.add_argument(
+        "--turn-context",
+        type=int,
+        default=1,
+        help="turn granularity: memproc keys each user turn with N user turns before it",
+    )
     common.add_common_args(parser)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -304,7 +320,11 @@ def main() -> None:
     try:
         for number, entry in enumerate(kept, start=1):
             for granularity in granularities(args.granularity):
-                corpus = session_corpus(entry) if granularity == "session" else turn_corpus(entry)
+                corpus = (
+                    session_corpus(entry)
+                    if granularity == "session"
+                    else turn_corpus(entry, args.turn_context)
+                )
                 rankings = runner.memproc(corpus, entry, granularity)
                 if not args.no_baseline:
                     rankings |= runner.baseline(corpus, entry, granularity)
