@@ -35,8 +35,24 @@ k_values = st.integers(1, 500)
 
 
 def test_fusion_sums_one_over_k_plus_rank_per_ranking() -> None:
+    """An item a channel did not return counts as ranked just below that channel's list."""
     fused = reciprocal_rank_fusion({"lexical": [7, 8], "dense": [8, 9]}, k=60)
-    assert fused == pytest.approx({7: 1 / 61, 8: 1 / 62 + 1 / 61, 9: 1 / 62})
+    assert fused == pytest.approx({7: 1 / 61 + 1 / 63, 8: 1 / 62 + 1 / 61, 9: 1 / 62 + 1 / 63})
+
+
+def test_an_empty_channel_adds_nothing() -> None:
+    assert reciprocal_rank_fusion({"lexical": [], "dense": [4, 5]}, k=60) == pytest.approx(
+        {4: 1 / 61, 5: 1 / 62}
+    )
+
+
+def test_a_clear_first_place_in_one_channel_beats_middling_agreement() -> None:
+    """First in dense, missing from the lexical top 20 (a paraphrase), against an item 10th in
+    both: the paraphrase wins, as it would not if a missing item scored nothing there."""
+    lexical = [*range(100, 109), 1, *range(110, 120)]
+    dense = [2, *range(200, 208), 1, *range(210, 220)]
+    fused = reciprocal_rank_fusion({"lexical": lexical, "dense": dense}, k=60)
+    assert fused[2] > fused[1]
 
 
 def test_fusion_of_nothing_is_empty() -> None:
@@ -87,7 +103,7 @@ def test_within_one_ranking_order_is_kept_whatever_k(items: list[int], k1: int, 
 def test_k_damps_the_top_ranks_so_agreement_wins() -> None:
     """An item 10th in both channels against one 1st in a single channel: with k=60 the
     agreement counts for more; with k=1 the lone first place wins."""
-    both = {"lexical": [*range(100, 109), 1, 2], "dense": [*range(200, 209), 1]}
+    both = {"lexical": [*range(100, 109), 1, 2], "dense": [*range(200, 209), 1, *range(300, 390)]}
     damped = reciprocal_rank_fusion(both, k=60)
     sharp = reciprocal_rank_fusion(both, k=1)
     assert damped[1] > damped[100]
