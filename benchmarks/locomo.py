@@ -159,16 +159,16 @@ def run_memproc(
 
 def keyed(conv: Conversation, index: int, args: argparse.Namespace) -> dict[str, str]:
     """The memory's content, and its context where the keying puts it in a field of its own."""
+    start, end = context_span(conv, index, args.context_turns, args.context_after)
     if args.context_in == "content":
-        return {"content": with_context(conv, index, args.context_turns, args.context_after)}
-    before = with_context(conv, index, args.context_turns, args.context_after)
-    context = before.removesuffix(conv.texts[index]).strip()
+        return {"content": "\n".join(conv.texts[start:end])}
+    context = "\n".join(conv.texts[start:index] + conv.texts[index + 1 : end])
     return {"content": conv.texts[index]} | ({"context": context} if context else {})
 
 
-def with_context(conv: Conversation, index: int, before: int, after: int = 0) -> str:
-    """A turn keyed with the turns around it in the same session: a reply ("Yes, last week!")
-    means little without what it answers, and a statement is often explained by the reply."""
+def context_span(conv: Conversation, index: int, before: int, after: int) -> tuple[int, int]:
+    """The turns around a turn in its session, as a slice: a reply ("Yes, last week!") means
+    little without what it answers, and a statement is often explained by the reply."""
     session = conv.metadata[index]["session"]
 
     def same_session(i: int) -> bool:
@@ -179,7 +179,7 @@ def with_context(conv: Conversation, index: int, before: int, after: int = 0) ->
         start -= 1
     while end - index - 1 < after and same_session(end):
         end += 1
-    return "\n".join(conv.texts[start:end])
+    return start, end
 
 
 def run_baseline(
@@ -238,7 +238,7 @@ def main() -> None:
         help="memproc: key each turn with N turns before it (0: the bare turn)",
     )
     parser.add_argument(
-        "--context-after", type=int, default=0, help="memproc: and with N turns after it"
+        "--context-after", type=int, default=1, help="memproc: and with N turns after it"
     )
     parser.add_argument(
         "--context-in",
