@@ -120,8 +120,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(config.log_level)
     runtime = Runtime(config)
     runtime.open_store()
-    runtime.start_models()
-    return Service(runtime, in_fd=0, out_fd=protocol_fd).run()
+    return Service(runtime, in_fd=0, out_fd=protocol_fd).run(on_serving=runtime.start_models)
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -81,8 +82,12 @@ class Service:
 
     # -- main thread ---------------------------------------------------------------------
 
-    def run(self) -> int:
-        """Serve until stdin closes (drain, answer all, exit 0) or SIGTERM (same, by a deadline)."""
+    def run(self, on_serving: Callable[[], object] | None = None) -> int:
+        """Serve until stdin closes (drain, answer all, exit 0) or SIGTERM (same, by a deadline).
+
+        `on_serving` runs once the reader is up: background work started there (model loading
+        imports onnxruntime and numpy) then competes with the first requests, not with start-up.
+        """
         deadline: list[float] = []
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -95,6 +100,8 @@ class Service:
         for worker in self._workers:
             worker.start()
         threading.Thread(target=self._read, name="memproc-reader", daemon=True).start()
+        if on_serving is not None:
+            on_serving()
         self._input_done.wait()
         self._drain(deadline[0] if deadline else None)
         self.runtime.close()
