@@ -11,6 +11,7 @@ from memproc.config import Config
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.store import NewMemory, Store
+from searchkit import OpenRuntime, opener, settle
 
 
 def _new_memory(
@@ -91,3 +92,18 @@ def minilm_dir() -> Path:
     from memproc.models.pull import pull
 
     return Path(pull("minilm-l6-int8", str(MODELS_CACHE)))
+
+
+# -- a Runtime with the real MiniLM embedder, for the search tests -------------------------------
+
+
+@pytest.fixture
+def open_runtime(make_runtime: Callable[..., Runtime], minilm_dir: Path) -> Iterator[OpenRuntime]:
+    """Open Runtimes with MiniLM loaded: `open_runtime(db=None, load=True, **settings)`."""
+    yield opener(make_runtime, minilm_dir.parent)
+    settle()
+
+
+@pytest.fixture
+def rt(open_runtime: OpenRuntime) -> Runtime:
+    return open_runtime()

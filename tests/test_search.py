@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,24 +31,12 @@ from searchkit import (
     ctx_of,
     ids,
     loaded_dense_copy,
-    opener,
     remember,
     remember_all,
     search,
     seq_of,
     settle,
 )
-
-
-@pytest.fixture
-def open_runtime(make_runtime: Callable[..., Runtime], minilm_dir: Path) -> Iterator[OpenRuntime]:
-    yield opener(make_runtime, minilm_dir.parent)
-    settle()
-
-
-@pytest.fixture
-def rt(open_runtime: OpenRuntime) -> Runtime:
-    return open_runtime()
 
 
 def file_bytes(db: str) -> dict[str, bytes | None]:

@@ -6,7 +6,7 @@ memories in chunks, and batches that embed only what they create.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,32 +30,17 @@ from searchkit import (
     CORPUS,
     EMBEDDER,
     PARAPHRASE,
-    OpenRuntime,
     cosine,
     count,
     ctx_of,
     embedder_row,
     ids,
-    opener,
     remember,
     remember_all,
     search,
     seq_of,
-    settle,
     verify,
 )
-
-
-@pytest.fixture
-def open_runtime(make_runtime: Callable[..., Runtime], minilm_dir: Path) -> Iterator[OpenRuntime]:
-    yield opener(make_runtime, minilm_dir.parent)
-    settle()
-
-
-@pytest.fixture
-def rt(open_runtime: OpenRuntime) -> Runtime:
-    return open_runtime()
-
 
 # -- backfill --------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     ctx.token.check()
     store = ctx.runtime.store()
     with store.reading(ctx.token) as conn:
-        embedder_row = None if index is None else vector_sql.find_embedder(conn, index.fingerprint)
+        embedder_row = None if index is None else index.find_row(conn)
         plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector)
         gathered = pipeline.gather(conn, plan)
     candidates = gathered.candidates

@@ -75,11 +75,18 @@ class VectorIndex:
         self.fingerprint = embedder_fingerprint(embedder)
         self._row: EmbedderRow | None = None
 
+    def find_row(self, conn: Any) -> EmbedderRow | None:
+        """The embedder's row if it is registered; read-only (searches must not write), and
+        remembered once found so a search does not look it up again."""
+        if self._row is None:
+            self._row = vector_sql.find_embedder(conn, self.fingerprint)
+        return self._row
+
     def row(self) -> EmbedderRow:
         """The embedder's row, registered (with its vec0 table) on first use."""
         if self._row is None:
             with self.store.reading() as conn:
-                self._row = vector_sql.find_embedder(conn, self.fingerprint)
+                self.find_row(conn)
         if self._row is None:
             with self.store.writing() as conn:
                 self._row = vector_sql.register_embedder(

@@ -8,7 +8,7 @@ gathers inside one read transaction and ranks outside it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -66,13 +66,6 @@ class Candidate:
     final_score: float = 0.0
     outcome: str = "outside_limit"
     reason: str | None = None
-
-
-@dataclass
-class Ranked:
-    returned: list[Candidate]
-    considered: list[Candidate]
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 # -- gathering (inside a read transaction) ---------------------------------------------------
