@@ -148,7 +148,20 @@ END;
 INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
 """
 
-MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2, _CONTEXT_V3)
+_CITATIONS_V4 = """
+-- Who cites what, across record families: `citing` and `cited` are typed references such as
+-- 'memory:<id>', 'evidence:<id>' or 'procedure:<id>'. One index for every family, so a memory
+-- leaving `active` can list everything that rests on it (its `impact`) with one lookup.
+CREATE TABLE citations (
+    scope  TEXT NOT NULL,
+    citing TEXT NOT NULL,
+    cited  TEXT NOT NULL,
+    PRIMARY KEY (scope, cited, citing)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX citations_by_citing ON citations (scope, citing);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2, _CONTEXT_V3, _CITATIONS_V4)
 LATEST_VERSION = len(MIGRATIONS)
 
 
