@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from memproc.models.embedder import Embedder
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time, recency
 from memproc.retrieval.chunking import MIN_WINDOW_WORDS, chunk_text
-from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.retrieval.fusion import reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.pipeline import Candidate, SearchPlan, fuse_and_boost
+from memproc.store import MemoryRecord
 
 # -- reciprocal-rank fusion ----------------------------------------------------------------
 
@@ -53,6 +55,45 @@ def test_a_clear_first_place_in_one_channel_beats_middling_agreement() -> None:
     dense = [2, *range(200, 208), 1, *range(210, 220)]
     fused = reciprocal_rank_fusion({"lexical": lexical, "dense": dense}, k=60)
     assert fused[2] > fused[1]
+
+
+def test_zscore_standardises_each_channel_and_sums() -> None:
+    """bm25 in the tens and cosines below one share nothing but their own spread."""
+    fused = zscore_fusion({"lexical": {1: 30.0, 2: 10.0}, "dense": {1: 0.2, 2: 0.6}})
+    assert fused == pytest.approx({1: 0.0, 2: 0.0})
+    fused = zscore_fusion({"lexical": {1: 30.0, 2: 10.0, 3: 20.0}, "dense": {1: 0.5, 3: 0.5}})
+    assert fused[1] > fused[3] > fused[2]
+
+
+def test_zscore_counts_a_missing_candidate_as_the_channels_lowest() -> None:
+    fused = zscore_fusion({"lexical": {1: 3.0, 2: 1.0}, "dense": {3: 0.9, 1: 0.1}})
+    assert fused[2] == pytest.approx(-2.0)  # -1 in lexical, and dense's floor of -1
+
+
+def test_zscore_a_channel_that_cannot_tell_candidates_apart_adds_nothing() -> None:
+    lexical = {1: 5.0, 2: 3.0, 3: 1.0}
+    fused = zscore_fusion({"lexical": lexical, "time": dict.fromkeys(lexical, 1.0)})
+    assert fused == pytest.approx(zscore_fusion({"lexical": lexical}))
+
+
+def test_zscore_keeps_a_clear_winner_that_rank_fusion_outvotes() -> None:
+    """Far ahead in lexical and absent from dense, against a candidate second in both: ranks
+    see one first place against two seconds; standardised scores see the gap."""
+    lexical = {1: 40.0, 2: 8.0, 3: 7.5, 4: 7.0, 5: 6.5}
+    dense = {2: 0.61, 6: 0.62, 3: 0.55, 4: 0.54, 5: 0.53}
+    ranks = {name: sorted(ch, key=lambda i: -ch[i]) for name, ch in (("l", lexical), ("d", dense))}
+    by_rank = reciprocal_rank_fusion(ranks, k=60)
+    assert by_rank[2] > by_rank[1]
+    by_score = zscore_fusion({"lexical": lexical, "dense": dense})
+    assert by_score[1] > by_score[2]
+
+
+@given(rankings)
+def test_zscore_within_one_channel_keeps_its_order(channels: dict[str, list[int]]) -> None:
+    for items in channels.values():
+        scores = {item: float(len(items) - i) for i, item in enumerate(items)}
+        fused = zscore_fusion({"only": scores})
+        assert sorted(fused, key=lambda i: -fused[i]) == items
 
 
 def test_fusion_of_nothing_is_empty() -> None:
@@ -388,3 +429,63 @@ def test_real_tokenizer_windows_fit_and_cover_a_5000_word_text(embedder: Embedde
 def test_real_tokenizer_short_text_is_one_chunk(embedder: Embedder) -> None:
     text = "The deploy pipeline pushes images after the tests pass."
     assert chunk_text(text, embedder.manifest.max_length, embedder.token_counts) == [text]
+
+
+# -- the head of the fused list does not depend on how deep the channels gathered -------------
+
+
+def _candidates(lexical: list[int], dense: list[int], cut: int | None) -> dict[int, Candidate]:
+    """Candidates as the gatherer leaves them, each channel's list cut at `cut` if given."""
+    out: dict[int, Candidate] = {}
+    for attribute, ranking in (("lexical", lexical), ("dense", dense)):
+        for rank, seq in enumerate(ranking[:cut] if cut else ranking, start=1):
+            record = MemoryRecord(
+                seq=seq, id=f"m{seq}", scope="s", kind="note", content="x", tags=[],
+                metadata={}, source={}, importance=0.5, status="active",
+                created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z",
+            )  # fmt: skip
+            candidate = out.setdefault(seq, Candidate(record=record))
+            setattr(candidate, f"{attribute}_rank", rank)
+            score = 100.0 - rank if attribute == "lexical" else 1.0 - rank / 100
+            setattr(
+                candidate, "lexical_score" if attribute == "lexical" else "dense_similarity", score
+            )
+    return out
+
+
+def _plan(fusion: str, pool: int, depth: int, rrf_k: int) -> SearchPlan:
+    return SearchPlan(
+        scopes=["s"], kinds=None, limit=pool, lexical_match="x", query_vector=b"x",
+        embedder=None, dense_cache=None, rrf_k=rrf_k, pool=pool, rerank_pool=pool,
+        min_confidence=0.0, weights=BoostWeights(), now=datetime(2026, 1, 2, tzinfo=UTC),
+        fusion=fusion, depth=depth,
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.permutations(list(range(1, 41))),
+    st.permutations(list(range(1, 41))),
+    st.sampled_from(["rrf", "zscore"]),
+    st.integers(1, 60),
+)
+def test_the_head_is_the_same_whether_channels_gathered_deep_or_not(
+    lexical: list[int], dense: list[int], fusion: str, rrf_k: int
+) -> None:
+    depth = 10
+    deep = fuse_and_boost(_candidates(lexical, dense, None), _plan(fusion, 40, depth, rrf_k))
+    shallow = fuse_and_boost(_candidates(lexical, dense, depth), _plan(fusion, 10, depth, rrf_k))
+    head = [c.record.seq for c in shallow]
+    assert [c.record.seq for c in deep][: len(head)] == head
+    assert len(deep) == 40
+
+
+def test_fusing_deep_lists_whole_would_reorder_the_head() -> None:
+    """The case the split exists for: first in lexical but 40th in dense, against 2nd and 4th."""
+    lexical = [1, 2, *range(3, 41)]
+    dense = [5, 6, 7, 2, *range(8, 41), 3, 4, 1]
+    deep = fuse_and_boost(_candidates(lexical, dense, None), _plan("rrf", 40, 40, 1))
+    split = fuse_and_boost(_candidates(lexical, dense, None), _plan("rrf", 40, 10, 1))
+    order = [c.record.seq for c in split]
+    assert order.index(1) < order.index(2)
+    assert [c.record.seq for c in deep].index(2) < [c.record.seq for c in deep].index(1)

@@ -462,3 +462,64 @@ def test_a_search_waits_for_a_loading_embedder_then_gets_a_retryable_error(
     # Once loaded, the backfill embeds what was written meanwhile and dense search finds it.
     settle()
     assert ids(search(runtime, "a little cat asleep", mode="dense")) == [memory_id]
+
+
+# -- fusion ------------------------------------------------------------------------------------
+
+DEPLOY_NOTES = {
+    f"n{i}": f"Deploy note {i}: the {word} step of the release pipeline pushes images."
+    for i, word in enumerate(
+        [
+            "build",
+            "test",
+            "lint",
+            "sign",
+            "scan",
+            "tag",
+            "push",
+            "verify",
+            "notify",
+            "archive",
+            "audit",
+            "mirror",
+            "cache",
+            "prune",
+            "rollback",
+            "canary",
+            "promote",
+            "freeze",
+            "thaw",
+            "label",
+            "publish",
+            "index",
+        ]
+    )
+}
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "zscore"])
+def test_asking_for_more_results_never_reorders_the_first_ones(
+    open_runtime: Callable[..., Runtime], fusion: str
+) -> None:
+    """Channels gather at least `limit` deep, but the head is fused from `candidate_pool`
+    deep only: the first results are the same whatever the limit."""
+    runtime = open_runtime(candidate_pool=10, fusion=fusion)
+    remember_all(runtime, DEPLOY_NOTES)
+    query = "which release pipeline step signs and pushes the images"
+    short = ids(search(runtime, query, limit=5))
+    long = search(runtime, query, limit=len(DEPLOY_NOTES), explain=True)
+    assert ids(long)[:5] == short
+    assert len(ids(long)) == len(DEPLOY_NOTES)
+    assert long.explanation is not None
+    assert long.explanation.settings["fusion"] == fusion
+    assert long.explanation.settings["candidate_pool"] == 10
+    assert long.explanation.settings["gathered_per_channel"] == len(DEPLOY_NOTES)
+
+
+def test_zscore_fusion_finds_by_words_and_by_meaning(open_runtime: OpenRuntime) -> None:
+    runtime = open_runtime(fusion="zscore")
+    memories = remember_all(runtime, CORPUS)
+    assert ids(search(runtime, PARAPHRASE))[0] == memories["cat"]
+    top = search(runtime, "which registry does the deploy pipeline push images to").results[0]
+    assert top.id == memories["deploy"]
+    assert 0.0 < top.score < 1.0

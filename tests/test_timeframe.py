@@ -126,3 +126,42 @@ def test_lexical_query_drops_function_words_unless_nothing_is_left(
     query: str, expected: str
 ) -> None:
     assert lexical_match(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "phrase", "expected"),
+    [
+        (
+            "what sports event did I join two weeks ago",
+            "two weeks ago",
+            '"sports" OR "event" OR "join"',
+        ),
+        ("What did I buy last Thursday?", "last thursday", '"buy"'),
+        ("what did I mention about the deploy key", None, '"deploy" OR "key"'),
+        ("remind me what you told me", None, '"remind" OR "told"'),
+    ],
+)
+def test_lexical_query_leaves_out_the_time_phrase_and_words_about_recalling(
+    query: str, phrase: str | None, expected: str
+) -> None:
+    """The time phrase is the time channel's to weigh; "mention", "told" describe the asking.
+    A query of nothing else keeps its recall words rather than matching everything."""
+    assert lexical_match(query, phrase) == expected
+
+
+def test_a_time_phrase_in_the_query_does_not_match_memories_that_mention_weeks(
+    tmp_path: Path,
+) -> None:
+    runtime = Runtime(Config(db=str(tmp_path / "t.db"), embedder="none", reranker="none"))
+    runtime.open_store()
+    ctx = OpContext(runtime=runtime)
+    try:
+        remember(ctx, "two weeks of rain, the whole weeks long", "2023-03-10T07:08:00Z")
+        wanted = remember(ctx, "the charity soccer tournament", "2023-03-10T08:43:00Z")
+        params = SearchParams(
+            scope="s", query="which tournament two weeks ago", mode="lexical", now=NOW.isoformat()
+        )
+        result = search_ops.search(ctx, params)
+    finally:
+        runtime.close()
+    assert [hit.id for hit in result.results] == [wanted]

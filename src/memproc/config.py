@@ -47,6 +47,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model_threads: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
     model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 5.0
     # Retrieval.
+    # How the lexical, dense and time channels are combined: "rrf" (reciprocal-rank fusion,
+    # constant `rrf_k`) or "zscore" (each channel's scores standardised and summed; best with
+    # a deeper `candidate_pool`, such as 60: see benchmarks/RESULTS.md).
+    fusion: Literal["rrf", "zscore"] = "rrf"
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
     # Read time expressions in queries ("last weekend") and rank memories from that span up.
     time_awareness: bool = True

@@ -93,16 +93,22 @@ def _plan(
     config = ctx.runtime.config
     now_text = normalize_time(params.now, "$.params.now")
     now = datetime.now(UTC) if now_text is None else parse_time(now_text)
+    frame = find_timeframe(params.query, now) if config.time_awareness else None
     return SearchPlan(
         scopes=scopes,
         kinds=None if params.kinds is None else list(params.kinds),
         limit=params.limit,
-        lexical_match=None if mode == "dense" else lexical_match(params.query),
+        lexical_match=(
+            None
+            if mode == "dense"
+            else lexical_match(params.query, frame.phrase if frame else None)
+        ),
         query_vector=None if query_vector is None else query_vector.tobytes(),
         embedder=embedder_row,
         dense_cache=None if embedder_row is None else ctx.runtime.dense_cache(embedder_row),
         rrf_k=config.rrf_k,
         pool=max(config.candidate_pool, params.limit),
+        depth=config.candidate_pool,
         rerank_pool=max(config.rerank_pool, params.limit),
         min_confidence=(
             config.min_confidence if params.min_confidence is None else params.min_confidence
@@ -114,7 +120,8 @@ def _plan(
             access=config.access_weight,
         ),
         now=now,
-        timeframe=find_timeframe(params.query, now) if config.time_awareness else None,
+        timeframe=frame,
+        fusion=config.fusion,
     )
 
 
@@ -156,8 +163,10 @@ def _explain(
         settings={
             "mode": mode,
             "dense_index": gathered.dense_source,
+            "fusion": plan.fusion,
             "rrf_k": plan.rrf_k,
-            "candidate_pool": plan.pool,
+            "candidate_pool": plan.depth,
+            "gathered_per_channel": plan.pool,
             "rerank_pool": plan.rerank_pool,
             "min_confidence": plan.min_confidence,
             "boosts": {

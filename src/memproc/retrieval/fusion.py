@@ -11,6 +11,7 @@ LongMemEval session R_any@5 0.986 -> 0.971 and SciFact nDCG@10 0.724 -> 0.719 he
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 
@@ -27,3 +28,37 @@ def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[int]], k: int) -> dic
         for item in everyone.difference(ranking):
             fused[item] = fused.get(item, 0.0) + beyond
     return fused
+
+
+def zscore_fusion(scores: Mapping[str, Mapping[int, float]]) -> dict[int, float]:
+    """Score fusion: each channel's raw scores standardised over that channel's own candidates
+    (mean 0, standard deviation 1), then summed with equal weight.
+
+    Ranks throw away how far ahead a clear winner is; standardised scores keep it, so a
+    memory that one channel finds far better than anything else is not outvoted by two
+    middling ranks. Within a channel, standardising uses only that channel's own list, so bm25
+    and cosine never have to share a scale. A candidate a channel did not return counts as
+    that channel's lowest score (it is at best there, as with ranks); a channel whose scores
+    are all equal says nothing about order and adds nothing.
+    """
+    everyone = {item for channel in scores.values() for item in channel}
+    parts: dict[int, list[float]] = {item: [] for item in everyone}
+    for channel in scores.values():
+        standard = _standardise(channel)
+        if not standard:
+            continue
+        floor = min(standard.values())
+        for item in everyone:
+            parts[item].append(standard.get(item, floor))
+    return {item: math.fsum(values) for item, values in parts.items()}
+
+
+def _standardise(channel: Mapping[int, float]) -> dict[int, float]:
+    if not channel:
+        return {}
+    values = list(channel.values())  # fsum: exact, so the result does not depend on order
+    mean = math.fsum(values) / len(values)
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    if spread == 0.0:
+        return dict.fromkeys(channel, 0.0)
+    return {item: (value - mean) / spread for item, value in channel.items()}

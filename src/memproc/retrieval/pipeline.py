@@ -7,6 +7,7 @@ gathers inside one read transaction and ranks outside it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
-from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.retrieval.fusion import reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord
 from memproc.store import memories as memory_sql
@@ -41,12 +42,14 @@ class SearchPlan:
     embedder: EmbedderRow | None
     dense_cache: DenseCache | None
     rrf_k: int
-    pool: int
+    pool: int  # how deep each channel gathers: at least the request's limit
     rerank_pool: int
     min_confidence: float
     weights: BoostWeights
     now: datetime
     timeframe: TimeFrame | None = None
+    fusion: str = "rrf"
+    depth: int = 0  # how deep each channel's list enters fusion for the head; 0: all of it
 
 
 @dataclass
@@ -138,17 +141,36 @@ def _nearest_chunks(conn: apsw.Connection, plan: SearchPlan) -> tuple[list[tuple
 
 def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[Candidate]:
     """Candidates that may be served, best first by fused score times boost; the others are
-    marked filtered with the reason."""
+    marked filtered with the reason.
+
+    The head of the list is fused from each channel's top `depth` only, and whatever only a
+    deeper list found follows it: asking for more results must never reorder the first ones
+    (and deep lists hurt fusion: two mediocre ranks outscore one channel's clear first)."""
     servable = [c for c in candidates.values() if _servable(c, plan)]
-    rankings = {
-        "lexical": _order_by(servable, "lexical_rank"),
-        "dense": _order_by(servable, "dense_rank"),
-    }
-    fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
-    if plan.timeframe is not None:
-        rankings["time"] = _time_ranking(servable, fused, plan.timeframe)
-        fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
-    for candidate in servable:
+    depth = plan.depth or plan.pool
+    head = [c for c in servable if _within(c, depth)]
+    tail = [c for c in servable if not _within(c, depth)]
+    fuse = _FUSERS[plan.fusion]
+    # The tail first, so that the head's own fusion has the last word on its time ranks.
+    tail_order = _score_part(tail, fuse(servable, plan, plan.pool), plan) if tail else []
+    ordered = _score_part(head, fuse(head, plan, depth), plan) + tail_order
+    for rank, candidate in enumerate(ordered, start=1):
+        candidate.fused_rank = rank
+    return ordered
+
+
+def _within(candidate: Candidate, depth: int) -> bool:
+    return any(rank is not None and rank <= depth for rank in _ranks(candidate))
+
+
+def _ranks(candidate: Candidate) -> tuple[int | None, int | None]:
+    return candidate.lexical_rank, candidate.dense_rank
+
+
+def _score_part(
+    part: list[Candidate], fused: dict[int, float], plan: SearchPlan
+) -> list[Candidate]:
+    for candidate in part:
         candidate.fused_score = fused.get(candidate.record.seq, 0.0)
         if plan.weights.active or plan.timeframe is not None:
             # Boosts multiply the fused score, which is always positive: a raw cosine can be
@@ -157,10 +179,57 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
             candidate.final_score = candidate.fused_score * candidate.boost
         else:
             candidate.final_score = _channel_score(candidate, plan)
-    servable.sort(key=lambda c: (-c.final_score, -c.record.seq))
-    for rank, candidate in enumerate(sorted(servable, key=lambda c: -c.fused_score), start=1):
-        candidate.fused_rank = rank
-    return servable
+    return sorted(part, key=lambda c: (-c.final_score, -c.record.seq))
+
+
+def _rank_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) -> dict[int, float]:
+    rankings = {
+        "lexical": _order_by(servable, "lexical_rank", depth),
+        "dense": _order_by(servable, "dense_rank", depth),
+    }
+    fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
+    if plan.timeframe is not None:
+        rankings["time"] = _time_ranking(servable, fused, plan.timeframe)
+        fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
+    return fused
+
+
+def _zscore_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) -> dict[int, float]:
+    """Standardised channel scores summed, squashed into (0, 1) by the logistic function so
+    that the fused score stays positive and boosts can multiply it. The time channel scores
+    1 inside the asked-about span and 0 outside: it only counts where it tells candidates
+    apart."""
+    channels: dict[str, dict[int, float]] = {
+        "lexical": {
+            c.record.seq: c.lexical_score
+            for c in servable
+            if c.lexical_score is not None and (c.lexical_rank or 0) <= depth
+        },
+        "dense": {
+            c.record.seq: c.dense_similarity
+            for c in servable
+            if c.dense_similarity is not None and (c.dense_rank or 0) <= depth
+        },
+    }
+    if plan.timeframe is not None:
+        relevance = zscore_fusion(channels)
+        _time_ranking(servable, relevance, plan.timeframe)  # time ranks for explain
+        channels["time"] = {
+            c.record.seq: float(plan.timeframe.contains(_event_time(c))) for c in servable
+        }
+    return {item: _logistic(score) for item, score in zscore_fusion(channels).items()}
+
+
+_FUSERS = {"rrf": _rank_fuse, "zscore": _zscore_fuse}
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+
+
+def _event_time(candidate: Candidate) -> datetime:
+    record = candidate.record
+    return parse_time(record.occurred_at or record.created_at)
 
 
 def _time_ranking(
@@ -171,9 +240,8 @@ def _time_ranking(
     found; it never brings in a memory for its date alone."""
 
     def key(candidate: Candidate) -> tuple[float, float]:
-        record = candidate.record
-        when = parse_time(record.occurred_at or record.created_at)
-        return frame.distance(when).total_seconds(), -relevance.get(record.seq, 0.0)
+        distance = frame.distance(_event_time(candidate)).total_seconds()
+        return distance, -relevance.get(candidate.record.seq, 0.0)
 
     ordered = sorted(candidates, key=key)
     for rank, candidate in enumerate(ordered, start=1):
@@ -194,8 +262,8 @@ def _servable(candidate: Candidate, plan: SearchPlan) -> bool:
     return False
 
 
-def _order_by(candidates: Sequence[Candidate], attribute: str) -> list[int]:
-    ranked = [c for c in candidates if getattr(c, attribute) is not None]
+def _order_by(candidates: Sequence[Candidate], attribute: str, depth: int) -> list[int]:
+    ranked = [c for c in candidates if (getattr(c, attribute) or depth + 1) <= depth]
     ranked.sort(key=lambda c: getattr(c, attribute))
     return [c.record.seq for c in ranked]
 

@@ -8,6 +8,8 @@ be left. The dense channel always sees the query as written.
 
 from __future__ import annotations
 
+import re
+
 from memproc.store.quoting import fts_match_any
 
 # English function words: articles, pronouns, auxiliaries, prepositions, conjunctions and
@@ -162,7 +164,43 @@ STOPWORDS = frozenset(
 )
 
 
-def lexical_match(query: str) -> str | None:
+# Words about the act of remembering or the conversation itself ("what did I mention about
+# ...", "remind me what you told me"): in a memory service they describe the asking, not what
+# is asked about, and match every turn that happens to use them.
+RECALL_WORDS = frozenset(
+    [
+        "mention",
+        "mentioned",
+        "mentioning",
+        "told",
+        "tell",
+        "said",
+        "say",
+        "talked",
+        "talk",
+        "discussed",
+        "remember",
+        "remind",
+        "recall",
+        "previously",
+        "earlier",
+    ]
+)
+
+
+def lexical_match(query: str, time_phrase: str | None = None) -> str | None:
     """The FTS5 MATCH expression for a user query: its content words, or all its words when
-    it has no content words at all (a query of only function words still finds something)."""
-    return fts_match_any(query, ignore=STOPWORDS) or fts_match_any(query)
+    it has no content words at all (a query of only function words still finds something).
+
+    A time expression the time channel reads ("two weeks ago", "last Friday") is taken out:
+    its words say when, which the time channel weighs, not what, and as text they match any
+    memory that happens to mention weeks or Fridays."""
+    text = query
+    if time_phrase:
+        text = re.sub(re.escape(time_phrase), " ", text, flags=re.IGNORECASE)
+    ignore = STOPWORDS | RECALL_WORDS
+    return (
+        fts_match_any(text, ignore=ignore)
+        or fts_match_any(query, ignore=STOPWORDS)
+        or (fts_match_any(query))
+    )
