@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -14,11 +15,14 @@ import pytest
 
 from evidencekit import DAY_MS, HOUR_MS, ago, get, put, put_params, remember, set_status
 from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
+from memproc.ops import cursors
 from memproc.ops import evidence as evidence_ops
 from memproc.ops.context import OpContext
 from memproc.protocol.evidence_messages import ELIGIBILITY_NOTE, EvidenceListParams, Provenance
 from memproc.runtime import Runtime
-from memproc.store import citations
+from memproc.store import Store, citations
+from memproc.store.connection import ConnectionSettings, open_connection
+from memproc.store.migrations import LATEST_VERSION, MIGRATIONS
 
 
 def stored(ctx: OpContext, evidence_id: str = "e1") -> tuple[str, str]:
@@ -357,8 +361,6 @@ def test_list_is_newest_first_filtered_and_paged(ctx: OpContext) -> None:
 
 
 def test_a_cursor_from_another_family_or_made_up_is_refused(ctx: OpContext) -> None:
-    from memproc.ops import cursors
-
     for cursor in ("garbage", cursors.encode("c1", 5)):
         with pytest.raises(InvalidParams) as caught:
             evidence_ops.list_evidence(ctx, EvidenceListParams(scope="s", cursor=cursor))
@@ -370,3 +372,34 @@ def test_results_encode_with_the_fixed_note(ctx: OpContext) -> None:
     result = evidence_ops.list_evidence(ctx, EvidenceListParams(scope="s"))
     encoded = msgspec.json.decode(msgspec.json.encode(result))
     assert encoded["note"] == ELIGIBILITY_NOTE == encoded["items"][0]["note"]
+
+
+# -- schema ---------------------------------------------------------------------------------
+
+
+def test_a_database_from_before_evidence_gains_the_tables_and_keeps_its_memories(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "old.db")
+    mine = next(i for i, step in enumerate(MIGRATIONS) if "CREATE TABLE evidence" in step)
+    conn = open_connection(path, ConnectionSettings())
+    for step in MIGRATIONS[:mine]:
+        conn.execute(step)
+    conn.pragma("user_version", mine)
+    conn.execute(
+        "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, "
+        "source, importance, status, created_at, updated_at) VALUES ('m1', 's', 'fact', "
+        "'kept', 'x', '[]', '{}', '{}', 0.5, 'active', '2026-01-01T00:00:00.000Z', "
+        "'2026-01-01T00:00:00.000Z')"
+    )
+    conn.close()
+    store = Store(path)
+    try:
+        with store.reading() as reading:
+            assert int(reading.pragma("user_version")) == LATEST_VERSION
+            assert reading.execute("SELECT count(*) FROM evidence").get == 0
+            assert reading.execute("SELECT count(*) FROM checkpoints").get == 0
+            assert reading.execute("SELECT content FROM memories").get == "kept"
+        assert store.integrity_check() == ["ok"]
+    finally:
+        store.close()
