@@ -129,6 +129,16 @@ def test_messages_are_pure_types() -> None:
     assert [t for t in imports_of("memproc.protocol.messages") if in_layer(t, "memproc")] == []
 
 
+@pytest.mark.parametrize(
+    "name", [n for n in modules() if n.startswith("memproc.protocol.") and n.endswith("_messages")]
+)
+def test_family_message_modules_import_only_other_message_modules(name: str) -> None:
+    parts = [t.split(".") for t in imports_of(name) if in_layer(t, "memproc")]
+    assert parts and all(
+        p[:2] == ["memproc", "protocol"] and p[2].endswith("messages") for p in parts
+    )
+
+
 def test_nothing_outside_protocol_imports_dispatch_internals_except_the_service() -> None:
     allowed = {"memproc.service", "memproc.cli"}
     found = [

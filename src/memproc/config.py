@@ -67,6 +67,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0, le=36_500)] = 30.0
     importance_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
     access_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
+    # Evidence: the largest observation (bytes of canonical JSON), and how far in the future
+    # observed_at may lie (clocks drift; a producer's clock a little ahead is not an error).
+    max_observation_bytes: Annotated[int, msgspec.Meta(ge=2, le=16 * MiB)] = 64 * 1024
+    evidence_max_future_s: Annotated[int, msgspec.Meta(ge=0, le=86_400)] = 300
 
 
 def _field_names() -> set[str]:

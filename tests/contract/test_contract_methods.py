@@ -21,6 +21,14 @@ METHOD_NAMES = {
     "memory.search",
     "memory.remember_batch",
     "memory.feedback",
+    "evidence.put",
+    "evidence.get",
+    "evidence.list",
+    "checkpoint.save",
+    "checkpoint.get",
+    "checkpoint.list",
+    "checkpoint.clear",
+    "context.get",
 }
 MEMORY_FIELDS = {
     "id",

@@ -12,8 +12,11 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import memory, search, system
+from memproc.ops import checkpoint, evidence, memory, project_context, search, system
 from memproc.ops.context import OpContext
+from memproc.protocol import checkpoint_messages as cm
+from memproc.protocol import context_messages as xm
+from memproc.protocol import evidence_messages as em
 from memproc.protocol import messages as m
 
 
@@ -52,6 +55,21 @@ METHODS: tuple[Method, ...] = (
     Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
     Method("memory.search", m.SearchParams, m.SearchResult, search.search),
     Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback),
+    Method("evidence.put", em.EvidencePutParams, em.EvidencePutResult, evidence.put),
+    Method("evidence.get", em.EvidenceGetParams, em.EvidenceGetResult, evidence.get),
+    Method("evidence.list", em.EvidenceListParams, em.EvidenceListResult, evidence.list_evidence),
+    Method("checkpoint.save", cm.CheckpointSaveParams, cm.CheckpointSaveResult, checkpoint.save),
+    Method("checkpoint.get", cm.CheckpointGetParams, cm.CheckpointGetResult, checkpoint.get),
+    Method(
+        "checkpoint.list",
+        cm.CheckpointListParams,
+        cm.CheckpointListResult,
+        checkpoint.list_checkpoints,
+    ),
+    Method(
+        "checkpoint.clear", cm.CheckpointClearParams, cm.CheckpointClearResult, checkpoint.clear
+    ),
+    Method("context.get", xm.ContextGetParams, xm.ContextGetResult, project_context.get),
 )
 
 METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}

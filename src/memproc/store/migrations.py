@@ -161,7 +161,52 @@ CREATE TABLE citations (
 CREATE INDEX citations_by_citing ON citations (scope, citing);
 """
 
-MIGRATIONS: tuple[str, ...] = (_MEMORIES_V1, _VECTORS_V2, _CONTEXT_V3, _CITATIONS_V4)
+_EVIDENCE_AND_CHECKPOINTS = """
+-- Evidence: immutable observations about claims. `payload` is the record's canonical JSON
+-- (sorted keys, no whitespace) and `sha256` its hash, checked on every read; the other
+-- columns repeat parts of the payload only so that SQL can look them up and filter by them,
+-- and a read that finds them disagreeing with the payload reports the record as tampered.
+CREATE TABLE evidence (
+    seq         INTEGER PRIMARY KEY,
+    scope       TEXT NOT NULL,
+    evidence_id TEXT NOT NULL,
+    claim       TEXT NOT NULL,
+    session     TEXT,
+    payload     TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    UNIQUE (scope, evidence_id)
+) STRICT;
+CREATE INDEX evidence_by_claim ON evidence (scope, claim, seq);
+CREATE INDEX evidence_by_session ON evidence (scope, session, seq);
+
+-- Checkpoints: one row per revision, never updated, so earlier revisions stay readable. A
+-- clear appends a revision with `cleared = 1`; revision numbers of a task only ever grow, so
+-- a conditional save based on a revision read before a clear cannot match a later one.
+CREATE TABLE checkpoints (
+    seq        INTEGER PRIMARY KEY,
+    scope      TEXT NOT NULL,
+    task       TEXT NOT NULL,
+    revision   INTEGER NOT NULL CHECK (revision > 0),
+    cleared    INTEGER NOT NULL CHECK (cleared IN (0, 1)),
+    summary    TEXT NOT NULL,
+    decisions  TEXT NOT NULL,
+    next_steps TEXT NOT NULL,
+    blockers   TEXT NOT NULL,
+    files      TEXT NOT NULL,
+    saved_at   TEXT NOT NULL,
+    UNIQUE (scope, task, revision)
+) STRICT;
+CREATE INDEX checkpoints_by_scope ON checkpoints (scope, seq);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    _MEMORIES_V1,
+    _VECTORS_V2,
+    _CONTEXT_V3,
+    _CITATIONS_V4,
+    _EVIDENCE_AND_CHECKPOINTS,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

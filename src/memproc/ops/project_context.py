@@ -1,0 +1,196 @@
+"""`context.get`: what an agent needs to resume work in a project, within a character budget.
+
+The context is assembled by a list of section builders, in priority order. Each reads its
+candidates (newest or weightiest first, up to a window); then one packer walks the sections in
+that order and admits whole items while they fit the budget, counting what it leaves out. Same
+database, same request: same bytes out. It is a pure read: one snapshot, nothing written, no
+access recorded, no file opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apsw
+import msgspec
+
+from memproc.clock import format_ms, now_ms
+from memproc.ops.checkpoint import checkpoint_view
+from memproc.ops.context import OpContext
+from memproc.ops.evidence_state import Judge
+from memproc.protocol.context_messages import (
+    ContextCheckpoint,
+    ContextEvidence,
+    ContextGetParams,
+    ContextGetResult,
+    ContextItem,
+    ContextMemory,
+    ContextSection,
+)
+from memproc.store import checkpoints as checkpoint_sql
+from memproc.store import evidence as evidence_sql
+from memproc.store import project_context as context_sql
+from memproc.store.project_context import Order
+from memproc.store.records import MemoryRecord
+
+# How many candidates each section reads at most (the newest, or the weightiest).
+WINDOW = 50
+# Evidence is judged record by record, so its window is the newest records, eligible or not.
+EVIDENCE_WINDOW = 100
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a section builder is given: one read snapshot of one scope."""
+
+    conn: apsw.Connection
+    scope: str
+    task: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class Candidates:
+    items: list[ContextItem]
+    beyond_window: int = 0
+
+
+SectionBuilder = Callable[[Reading], Candidates]
+
+
+def get(ctx: OpContext, params: ContextGetParams) -> ContextGetResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    with ctx.runtime.store().reading(ctx.token) as conn:
+        reading = Reading(conn, scope, params.task, format_ms(now_ms()))
+        candidates = [(name, build(reading)) for name, build in SECTIONS]
+    sections, used = pack(candidates, params.budget_chars)
+    return ContextGetResult(
+        scope=scope,
+        task=params.task,
+        budget_chars=params.budget_chars,
+        used_chars=used,
+        truncated=any(section.omitted_for_budget for section in sections),
+        sections=sections,
+    )
+
+
+def pack(candidates: list[tuple[str, Candidates]], budget: int) -> tuple[list[ContextSection], int]:
+    """Admit whole items in priority order while they fit; a later, smaller item may still fit
+    after a larger one was left out. Returns the sections and the characters used."""
+    remaining, sections = budget, []
+    for name, found in candidates:
+        kept: list[ContextItem] = []
+        for item in found.items:
+            cost = item_cost(item)
+            if cost <= remaining:
+                kept.append(item)
+                remaining -= cost
+        sections.append(
+            ContextSection(
+                name=name,
+                items=kept,
+                omitted_for_budget=len(found.items) - len(kept),
+                beyond_window=found.beyond_window,
+            )
+        )
+    return sections, budget - remaining
+
+
+def item_cost(item: ContextItem) -> int:
+    """An item's size as the client will see it: characters of its compact JSON."""
+    return len(msgspec.json.encode(item).decode("utf-8"))
+
+
+# -- section builders, in priority order ----------------------------------------------------
+
+
+def checkpoints(reading: Reading) -> Candidates:
+    """The task's current checkpoint, or without a task every current one, newest first."""
+    if reading.task is not None:
+        newest = checkpoint_sql.newest(reading.conn, reading.scope, reading.task)
+        rows = [] if newest is None or newest.cleared else [newest]
+        return Candidates(items=[_checkpoint_item(row) for row in rows])
+    rows = checkpoint_sql.list_current(reading.conn, reading.scope, before_seq=None, limit=WINDOW)
+    beyond = checkpoint_sql.count_current(reading.conn, reading.scope) - len(rows)
+    return Candidates(items=[_checkpoint_item(row) for row in rows], beyond_window=beyond)
+
+
+def memories_of(kind: str, order: Order) -> SectionBuilder:
+    """Live memories (active and challenged, each with its status) of one kind."""
+
+    def build(reading: Reading) -> Candidates:
+        records = context_sql.live_of_kind(reading.conn, reading.scope, kind, order, WINDOW)
+        total = context_sql.count_live_of_kind(reading.conn, reading.scope, kind)
+        return Candidates(
+            items=[_memory_item(r) for r in records], beyond_window=total - len(records)
+        )
+
+    return build
+
+
+def procedures(reading: Reading) -> Candidates:
+    """Current procedures: none until the procedure family lands; its builder goes here."""
+    return Candidates(items=[])
+
+
+def evidence(reading: Reading) -> Candidates:
+    """Eligible evidence among the newest records, each with its state; files are not checked
+    (that is opt-in on evidence.get and evidence.list)."""
+    rows = evidence_sql.list_page(
+        reading.conn,
+        reading.scope,
+        claim=None,
+        session=None,
+        before_seq=None,
+        limit=EVIDENCE_WINDOW,
+    )
+    judge = Judge(reading.conn, reading.scope, reading.now)
+    items: list[ContextItem] = []
+    for row in rows:
+        payload, verdict = judge.judge(row)
+        if payload is not None and verdict.eligible:
+            items.append(
+                ContextEvidence(
+                    evidence_id=row.evidence_id,
+                    claim=payload.claim,
+                    outcome=payload.outcome,
+                    state=verdict.state,
+                    reason=verdict.reason,
+                    observation=payload.observation,
+                    provenance=payload.provenance,
+                    observed_at=payload.observed_at,
+                    expires_at=payload.expires_at,
+                    source_refs=payload.source_refs,
+                )
+            )
+    beyond = evidence_sql.count(reading.conn, reading.scope) - len(rows)
+    return Candidates(items=items, beyond_window=beyond)
+
+
+SECTIONS: tuple[tuple[str, SectionBuilder], ...] = (
+    ("checkpoints", checkpoints),
+    ("decisions", memories_of("decision", "recent")),
+    ("errors", memories_of("error", "recent")),
+    ("preferences", memories_of("preference", "weighty")),
+    ("facts", memories_of("fact", "weighty")),
+    ("procedures", procedures),
+    ("evidence", evidence),
+)
+
+
+def _checkpoint_item(row: checkpoint_sql.CheckpointRow) -> ContextCheckpoint:
+    return ContextCheckpoint(**msgspec.structs.asdict(checkpoint_view(row)))
+
+
+def _memory_item(record: MemoryRecord) -> ContextMemory:
+    return ContextMemory(
+        id=record.id,
+        kind=record.kind,  # type: ignore[arg-type]
+        content=record.content,
+        status=record.status,  # type: ignore[arg-type]
+        tags=record.tags,
+        importance=record.importance,
+        created_at=record.created_at,
+        occurred_at=record.occurred_at,
+    )
