@@ -1,0 +1,204 @@
+"""The gate's small vocabulary: closed word classes, never words taken from any one workflow.
+
+Why a lexicon at all: a step such as "run migrations before push" holds a generic verb, an
+object and an anchor on the revised procedure's own step. Telling those apart needs the
+closed classes of English (function words, negators, temporal connectives) and a few open
+ones that every operations vocabulary shares (verbs that produce something, verbs that write,
+units of time, size and rate, data formats, kinds of resources).
+"""
+
+from __future__ import annotations
+
+STOPWORDS = frozenset(
+    """a an the and or but of to in on at by for from with into onto as is are was were be
+    been being it its this that these those their them they we our you your i me my he she
+    his her so such than too very can could should would will shall may might must has have
+    had having do does did done up out over about again also just only any each every all
+    some more most other same own both either if then there here when where which who whom
+    what why how while once per via vs etc e g ie now new old still already""".split()
+)
+
+# Verbs that carry no demand by themselves: "run migrations" demands the migrations.
+GENERIC_VERBS = frozenset(
+    """run runs running ran do does doing perform performs performing execute executes
+    executing make makes making use uses using ensure ensures ensuring check checks checking
+    verify verifies verifying confirm confirms go goes start starts starting step steps
+    call calls calling invoke invokes first always sure set sets setting add adds adding get
+    gets getting take takes need needs needed require requires required requiring apply
+    applies applied applying""".split()
+)
+
+NEGATORS = frozenset(
+    """not no never without skip skips skipping skipped don't doesn't didn't won't can't
+    cannot isn't aren't wasn't nor neither none avoid avoids avoiding omit omits omitting
+    bypass bypasses bypassing dont doesnt didnt wont cant isnt arent""".split()
+)
+
+# Words that end a negation's reach: "no retry, then publish" negates only the retry.
+NEGATION_STOPS = frozenset(
+    """and but then before after so instead while once until because when""".split()
+)
+NEGATION_REACH = 4
+
+# Connectives that start an anchor clause: "before push" places a demand, it is not one.
+ANCHORS = frozenset("""before after prior until ahead once when whenever""".split())
+
+# "X is deprecated", "X no longer accepted": a new prohibition in passive form.
+PROHIBITION_STATES = frozenset(
+    """forbidden prohibited banned disallowed disabled deprecated blocked rejected refused
+    unsupported retired removed""".split()
+)
+PROHIBITION_LEADS = frozenset("""never avoid stop""".split())
+
+# Steps whose action produces what they name: their artifacts are outputs of the procedure.
+PRODUCER_VERBS = frozenset(
+    """write writes wrote written save saves saved store stores stored export exports
+    exported publish publishes published upload uploads uploaded emit emits emitted produce
+    produces produced generate generates generated create creates created build builds built
+    dump dumps dumped put puts output outputs render renders rendered copy copies copied
+    move moves moved send sends sent push pushes pushed tag tags tagged set sets define
+    defines defined expose exposes exposed release releases released deploy deploys
+    deployed serve serves served post posts posted package packages packaged archive
+    archives archived compile compiles compiled snapshot snapshots bundle bundles""".split()
+)
+
+# Verbs that need write permission: a dependent doing one with a credential made read-only
+# is broken.
+WRITE_VERBS = frozenset(
+    """write writes push pushes delete deletes drop drops create creates update updates
+    insert inserts upload uploads deploy deploys publish publishes merge merges tag tags
+    modify modifies apply applies migrate migrates truncate truncates put puts commit commits
+    overwrite overwrites remove removes rotate rotates edit edits patch patches grant grants
+    release releases force""".split()
+)
+
+# Added steps of these kinds tell people or try again: they demand nothing of a dependent.
+NOTIFY_VERBS = frozenset(
+    """notify notifies notifying announce announces alert alerts page pages email emails
+    message messages ping pings log logs logging post posts slack tell inform remind""".split()
+)
+RETRY_WORDS = frozenset("""retry retries retrying reattempt attempts attempt""".split())
+
+# A requirement marker turns an added step into a demand on everyone sharing the surface.
+REQUIREMENT_MARKERS = frozenset(
+    """must required requires require mandatory enforces enforce enforced only always""".split()
+)
+
+# Equivalence classes of verbs: a dependent may meet a demand in other words.
+SYNONYMS: tuple[frozenset[str], ...] = (
+    frozenset("acquire obtain grab hold take lock lease claim".split()),
+    frozenset("refresh renew rotate regenerate reissue".split()),
+    frozenset("wait sleep pause poll await".split()),
+    frozenset("remove delete drop purge clear flush wipe evict".split()),
+    frozenset("create make generate".split()),
+    frozenset("send post publish emit produce".split()),
+    frozenset("backup snapshot dump".split()),
+    frozenset("stop halt drain".split()),
+    frozenset("sign signature".split()),
+    frozenset("encrypt encryption".split()),
+    frozenset("database db".split()),
+    frozenset("credential credentials secret".split()),
+    frozenset("validate validation".split()),
+    frozenset("migrate migration migrations".split()),
+    frozenset("repository repo".split()),
+    frozenset("directory dir folder".split()),
+)
+
+FORMATS = frozenset(
+    """json ndjson jsonl csv tsv parquet avro protobuf proto yaml yml xml html markdown toml
+    msgpack arrow orc gzip gz zip tar zstd bzip2 utf8 utf-8 utf16 latin1 ascii pdf png jpeg
+    jpg webp svg wav mp3 mp4 sqlite ini binary plaintext""".split()
+)
+FORMAT_ALIASES = {"yml": "yaml", "jpg": "jpeg", "gz": "gzip", "proto": "protobuf", "utf-8": "utf8"}
+
+# Nouns naming a kind of resource: "the users table", "topic orders".
+RESOURCE_KINDS = frozenset(
+    """table topic queue bucket index collection channel branch repo repository database db
+    schema namespace stream dataset view file directory folder endpoint image column field
+    variable secret key prefix cluster volume registry project workspace environment
+    webhook cron job""".split()
+)
+# Words that sit before a resource noun without naming one: "the stale namespace" says
+# which state, not which namespace.
+ADJECTIVES = frozenset(
+    """stale hot cold warm legacy fresh raw primary secondary default current previous next
+    last first final full partial empty large small big live dead remote local shared public
+    private internal external global daily nightly weekly hourly temporary temp whole entire
+    same right wrong correct proper existing target source right single multiple several
+    various cached signed unsigned encrypted compressed""".split()
+)
+NOT_NAMES = (
+    STOPWORDS
+    | ADJECTIVES
+    | frozenset("""each one two before after then prior once when which""".split())
+)
+
+# Words that mark a quantity as a limit the procedure imposes.
+LIMIT_WORDS = frozenset(
+    """timeout timeouts expire expires expiry expiring ttl retention retain retained
+    retains kept keep max maximum limit limits limited capped cap quota rate throttle
+    throttled within lifetime valid deleted purged lasts""".split()
+)
+LIMIT_PHRASES = ("at most", "up to", "no more than", "times out", "time out")
+
+PERMISSION_LEVELS = {"read-only": 1, "readonly": 1, "read": 1, "write": 2, "read-write": 2}
+PERMISSION_LEVELS |= {"admin": 3, "owner": 3, "maintain": 3}
+PERMISSION_SUBJECTS = frozenset(
+    """token key role user account credential credentials permission permissions access
+    scope scopes secret policy""".split()
+)
+
+_SECOND = 1.0
+TIME_UNITS = {
+    "ms": 0.001,
+    "millisecond": 0.001,
+    "s": _SECOND,
+    "sec": _SECOND,
+    "second": _SECOND,
+    "m": 60.0,
+    "min": 60.0,
+    "minute": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hour": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "w": 604800.0,
+    "wk": 604800.0,
+    "week": 604800.0,
+    "month": 2592000.0,
+    "year": 31536000.0,
+}
+SIZE_UNITS = {
+    "b": 1.0,
+    "byte": 1.0,
+    "kb": 1e3,
+    "kib": 1024.0,
+    "mb": 1e6,
+    "mib": 1024.0**2,
+    "gb": 1e9,
+    "gib": 1024.0**3,
+    "tb": 1e12,
+}
+# Every-so-often adverbs stand for a period: "tokens now expire hourly" is a one-hour limit.
+PERIOD_WORDS = {"hourly": 3600.0, "daily": 86400.0, "nightly": 86400.0, "weekly": 604800.0}
+NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "sixty": 60,
+    "ninety": 90,
+}
