@@ -12,14 +12,15 @@ import math
 import re
 from collections.abc import Sequence
 
+from memproc.gate.lexicon import words
 from memproc.gate.model import Finding, Procedure, Similarity
 
 _WORD = re.compile(r"[a-z0-9_]+")
-REFERENCE_STOPWORDS = frozenset(
+REFERENCE_STOPWORDS = words(
     """the and for with from into that this then than are was were has have its run check
-    verify ensure before after use using all any each when will should must can also""".split()
+    verify ensure before after use using all any each when will should must can also"""
 )
-REFERENCE_NEGATORS = frozenset("""not never no without skip skips skipping don't dont""".split())
+REFERENCE_NEGATORS = words("""not never no without skip skips skipping don't dont""")
 REFERENCE_HIDDEN = 3  # words after a negator that it hides
 
 
@@ -33,7 +34,7 @@ def latest_wins(
     return []
 
 
-def reference_words(text: str) -> list[str]:
+def referencewords(text: str) -> list[str]:
     """Lowercase runs of [a-z0-9_] longer than 2 characters, less stop words; a negator
     hides itself and the next 3 words."""
     kept: list[str] = []
@@ -79,9 +80,9 @@ def reference_rule(
     for dependent in candidates:
         if dependent.id in (old.id, revision.id) or not _shares_surface(revision, dependent):
             continue
-        have = set(reference_words(_text(dependent)))
+        have = set(referencewords(_text(dependent)))
         for precondition in added:
-            wanted = reference_words(precondition)
+            wanted = referencewords(precondition)
             if sum(w in have for w in wanted) < math.ceil(len(wanted) / 2):
                 findings.append(
                     Finding(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts, demand_texts
 from memproc.gate.model import Finding, Similarity
-from memproc.gate.surface import Surface, entities, norm_entity
+from memproc.gate.surface import Surface, entities, names_entity, norm_entity
 from memproc.gate.text import Clause, Token, artifacts, equivalent, split_clauses, stem
 
 # Share of a demand's terms one step of a dependent must hold to meet it.
@@ -62,7 +62,7 @@ def demand(text: str, source: str) -> Demand | None:
 
 def _before_anchor(clause: Clause) -> list[Token]:
     """A clause cut at its first anchor word: "run migrations before push" -> "run migrations"."""
-    head = []
+    head: list[Token] = []
     for token in clause.tokens:
         if token.kind == "word" and token.lower in lx.ANCHORS and head:
             break
@@ -131,8 +131,7 @@ def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     "clean ./build before compiling" asks nothing of a procedure that never uses ./build."""
     if not d.artifacts or d.artifacts & dependent.mentioned:
         return False
-    words = " " + norm_entity(d.text) + " "
-    return not any(f" {name} " in words for name in surface.entities)
+    return not names_entity(d.text, surface.entities)
 
 
 # -- detectors ---------------------------------------------------------------------------------
@@ -198,13 +197,18 @@ def _covered(terms: list[str], stems: list[str]) -> bool:
     return len(have) >= max(1, math.ceil(VIOLATE_SHARE * len(terms)))
 
 
+def artifact_stems(found: set[str]) -> list[str]:
+    """The words of artifact names as stems: "flag:--prune" -> ["prun"]."""
+    return [stem(w) for a in found for w in norm_entity(a.split(":", 1)[1]).split()]
+
+
 def violated_prohibitions(
     prohibitions: list[tuple[Clause, list[str]]], dependent: Facts, surface: Surface
 ) -> list[Finding]:
     findings = []
     for rule, terms in prohibitions:
         for clause in dependent.clauses:
-            stems = clause.stems() + [a.split(":", 1)[1] for a in artifacts(clause)]
+            stems = clause.stems() + artifact_stems(artifacts(clause))
             if _covered(terms, stems):
                 findings.append(
                     Finding(

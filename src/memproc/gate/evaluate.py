@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from memproc.gate import demands, limits, outputs
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Similarity
-from memproc.gate.surface import shared_surface
+from memproc.gate.surface import names_entity, shared_surface
 
 
 def evaluate(
@@ -31,7 +31,13 @@ def evaluate(
             continue
         dependent = Facts.read(candidate)
         surface = shared_surface(old_facts, new_facts, dependent)
-        if not surface.relevant:
+        if not surface.shared:
+            continue
+        if surface.umbrella_only:
+            # Disjoint resources under one entity: only a demand on the entity itself
+            # ("authenticate to Vault first") reaches the dependent.
+            on_entity = [d for d in added if names_entity(d.text, surface.entities)]
+            findings += demands.unmet_preconditions(on_entity, dependent, surface, similarity or {})
             continue
         findings += demands.unmet_preconditions(added, dependent, surface, similarity or {})
         findings += demands.violated_prohibitions(prohibitions, dependent, surface)

@@ -14,14 +14,13 @@ from memproc.gate.model import Procedure
 from memproc.gate.text import (
     Clause,
     Quantity,
+    Token,
     artifacts,
     equivalent,
-    formats,
     has_phrase,
     quantities,
     split_clauses,
     stem,
-    versions,
 )
 
 _PERMISSION_WORD = {
@@ -74,32 +73,59 @@ class Facts:
         return {a for clause in self.clauses for a in artifacts(clause)}
 
     @cached_property
-    def produced(self) -> dict[str, Clause]:
-        """Artifacts this version outputs: named in `outputs` or by a producing step."""
-        found: dict[str, Clause] = {}
+    def units(self) -> dict[str, list[Clause]]:
+        """Clauses grouped by where they came from: a step's action and detail are one unit
+        ("keep artifacts in s3://ci", "retention 14 days": the subject is in the first)."""
+        grouped: dict[str, list[Clause]] = {}
         for clause in self.clauses:
-            if clause.source.startswith("output") or is_producer(clause):
-                for artifact in artifacts(clause):
-                    found.setdefault(artifact, clause)
-        return found
+            grouped.setdefault(clause.source, []).append(clause)
+        return grouped
 
     @cached_property
     def output_clauses(self) -> list[Clause]:
-        return [c for c in self.clauses if c.source.startswith("output") or is_producer(c)]
+        """Clauses that name what this version outputs: `outputs`, every clause of a step
+        led by a producing verb, and producing clauses elsewhere."""
+        found = []
+        for source, clauses in self.units.items():
+            if source.startswith("output") or (
+                source.startswith("step") and is_producer(clauses[0])
+            ):
+                found += clauses
+            else:
+                found += [c for c in clauses if is_producer(c)]
+        return found
+
+    @cached_property
+    def produced(self) -> dict[str, Clause]:
+        """Artifacts this version outputs, with the clause that names each first."""
+        found: dict[str, Clause] = {}
+        for clause in self.output_clauses:
+            for artifact in artifacts(clause):
+                found.setdefault(artifact, clause)
+        return found
 
     @cached_property
     def limits(self) -> list[Limit]:
         found = []
-        for clause in self.clauses:
-            if is_limit(clause):
-                subject = [s for s in clause.stems() if not _is_unit_or_limit(s)]
-                for quantity in quantities(clause, periods=True):
-                    found.append(Limit(clause, quantity, subject))
+        for clauses in self.units.values():
+            subject = [s for c in clauses for s in c.stems() if not _is_unit_or_limit(s)]
+            for clause in clauses:
+                if is_limit(clause):
+                    for quantity in quantities(clause, periods=True):
+                        found.append(Limit(clause, quantity, subject))
         return found
 
     @cached_property
-    def permissions(self) -> list[tuple[int, Clause]]:
-        return [(level, c) for c in self.clauses if (level := permission_level(c)) is not None]
+    def permissions(self) -> list[tuple[int, Clause, list[str]]]:
+        """(level, clause, the stems of its whole unit) for each clause granting a level."""
+        found = []
+        for clauses in self.units.values():
+            subject = [s for c in clauses for s in c.stems()]
+            for clause in clauses:
+                level = permission_level(clause, subject)
+                if level is not None:
+                    found.append((level, clause, subject))
+        return found
 
     @cached_property
     def prohibitions(self) -> list[tuple[Clause, list[str]]]:
@@ -114,10 +140,13 @@ def demand_texts(procedure: Procedure) -> list[str]:
     return list(procedure.preconditions) + [f"{k} {v}" for k, v in procedure.conditions]
 
 
+_PRODUCER_STEMS = frozenset(stem(w) for w in lx.PRODUCER_VERBS)
+
+
 def is_producer(clause: Clause) -> bool:
     words = [t.lower for t in clause.words if not t.negated]
     return bool(words) and (
-        words[0] in lx.PRODUCER_VERBS or any(w in ("into", "to", "as") for w in words)
+        stem(words[0]) in _PRODUCER_STEMS or any(w in ("into", "to", "as") for w in words)
     )
 
 
@@ -132,11 +161,12 @@ def _is_unit_or_limit(term: str) -> bool:
     )
 
 
-def permission_level(clause: Clause) -> int | None:
-    """The access level a clause grants, when it speaks of a credential's permission:
-    "the deploy key is now read-only" -> 1."""
+def permission_level(clause: Clause, unit: list[str]) -> int | None:
+    """The access level a clause grants, when its unit speaks of a credential's permission:
+    "add the deploy key, read-only access now" -> 1."""
     words = [t.lower for t in clause.words if not t.negated]
-    if not set(words) & lx.PERMISSION_SUBJECTS:
+    subjects = {stem(w) for w in lx.PERMISSION_SUBJECTS}
+    if not (set(words) & lx.PERMISSION_SUBJECTS or subjects & set(unit)):
         return None
     for i, word in enumerate(words):
         if word in _PERMISSION_WORD:
@@ -167,14 +197,26 @@ def prohibited_terms(clause: Clause) -> list[str]:
     if not (lead or must_not or passive):
         return []
     markers = lx.PROHIBITION_LEADS | lx.PROHIBITION_STATES | lx.NEGATORS
+    tokens = clause.tokens
+    if passive and not (lead or must_not):
+        tokens = _before_state(tokens)  # "X is deprecated on ...": X is what is forbidden
     terms = []
-    for token in clause.tokens:
+    for token in tokens:
         if token.kind not in ("word", "path", "env", "code", "flag", "version"):
             continue
         for part in token.lower.split("-"):
-            if part in markers or part in lx.STOPWORDS or part in lx.GENERIC_VERBS:
+            if not part or part in markers or part in lx.STOPWORDS or part in lx.GENERIC_VERBS:
                 continue
             if part in ("longer", "allowed", "permitted", "accepted", "supported", "works"):
                 continue
             terms.append(stem(part))
     return list(dict.fromkeys(terms))
+
+
+def _before_state(tokens: list[Token]) -> list[Token]:
+    for i, token in enumerate(tokens):
+        word = token.lower
+        no_longer = word == "no" and i + 1 < len(tokens) and tokens[i + 1].lower == "longer"
+        if word in lx.PROHIBITION_STATES or no_longer:
+            return tokens[:i] or tokens
+    return tokens

@@ -9,49 +9,52 @@ units of time, size and rate, data formats, kinds of resources).
 
 from __future__ import annotations
 
-STOPWORDS = frozenset(
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = words(
     """a an the and or but of to in on at by for from with into onto as is are was were be
     been being it its this that these those their them they we our you your i me my he she
     his her so such than too very can could should would will shall may might must has have
     had having do does did done up out over about again also just only any each every all
     some more most other same own both either if then there here when where which who whom
-    what why how while once per via vs etc e g ie now new old still already""".split()
+    what why how while once per via vs etc e g ie now new old still already"""
 )
 
 # Verbs that carry no demand by themselves: "run migrations" demands the migrations.
-GENERIC_VERBS = frozenset(
+GENERIC_VERBS = words(
     """run runs running ran do does doing perform performs performing execute executes
     executing make makes making use uses using ensure ensures ensuring check checks checking
     verify verifies verifying confirm confirms go goes start starts starting step steps
     call calls calling invoke invokes first always sure set sets setting add adds adding get
     gets getting take takes need needs needed require requires required requiring apply
-    applies applied applying""".split()
+    applies applied applying"""
 )
 
-NEGATORS = frozenset(
+NEGATORS = words(
     """not no never without skip skips skipping skipped don't doesn't didn't won't can't
     cannot isn't aren't wasn't nor neither none avoid avoids avoiding omit omits omitting
-    bypass bypasses bypassing dont doesnt didnt wont cant isnt arent""".split()
+    bypass bypasses bypassing dont doesnt didnt wont cant isnt arent"""
 )
 
 # Words that end a negation's reach: "no retry, then publish" negates only the retry.
-NEGATION_STOPS = frozenset(
-    """and but then before after so instead while once until because when""".split()
-)
+NEGATION_STOPS = words("""and but then before after so instead while once until because when""")
 NEGATION_REACH = 4
 
 # Connectives that start an anchor clause: "before push" places a demand, it is not one.
-ANCHORS = frozenset("""before after prior until ahead once when whenever""".split())
+ANCHORS = words("""before after prior until ahead once when whenever""")
 
 # "X is deprecated", "X no longer accepted": a new prohibition in passive form.
-PROHIBITION_STATES = frozenset(
+PROHIBITION_STATES = words(
     """forbidden prohibited banned disallowed disabled deprecated blocked rejected refused
-    unsupported retired removed""".split()
+    unsupported retired removed"""
 )
-PROHIBITION_LEADS = frozenset("""never avoid stop""".split())
+PROHIBITION_LEADS = words("""never avoid stop""")
 
 # Steps whose action produces what they name: their artifacts are outputs of the procedure.
-PRODUCER_VERBS = frozenset(
+PRODUCER_VERBS = words(
     """write writes wrote written save saves saved store stores stored export exports
     exported publish publishes published upload uploads uploaded emit emits emitted produce
     produces produced generate generates generated create creates created build builds built
@@ -59,93 +62,92 @@ PRODUCER_VERBS = frozenset(
     move moves moved send sends sent push pushes pushed tag tags tagged set sets define
     defines defined expose exposes exposed release releases released deploy deploys
     deployed serve serves served post posts posted package packages packaged archive
-    archives archived compile compiles compiled snapshot snapshots bundle bundles""".split()
+    archives archived compile compiles compiled snapshot snapshots bundle bundles"""
 )
 
 # Verbs that need write permission: a dependent doing one with a credential made read-only
 # is broken.
-WRITE_VERBS = frozenset(
+WRITE_VERBS = words(
     """write writes push pushes delete deletes drop drops create creates update updates
     insert inserts upload uploads deploy deploys publish publishes merge merges tag tags
     modify modifies apply applies migrate migrates truncate truncates put puts commit commits
     overwrite overwrites remove removes rotate rotates edit edits patch patches grant grants
-    release releases force""".split()
+    release releases force"""
 )
 
 # Added steps of these kinds tell people or try again: they demand nothing of a dependent.
-NOTIFY_VERBS = frozenset(
+NOTIFY_VERBS = words(
     """notify notifies notifying announce announces alert alerts page pages email emails
-    message messages ping pings log logs logging post posts slack tell inform remind""".split()
+    message messages ping pings log logs logging post posts slack tell inform remind"""
 )
-RETRY_WORDS = frozenset("""retry retries retrying reattempt attempts attempt""".split())
+RETRY_WORDS = words("""retry retries retrying reattempt attempts attempt""")
 
 # A requirement marker turns an added step into a demand on everyone sharing the surface.
-REQUIREMENT_MARKERS = frozenset(
-    """must required requires require mandatory enforces enforce enforced only always""".split()
+REQUIREMENT_MARKERS = words(
+    """must required requires require mandatory enforces enforce enforced only always"""
 )
 
 # Equivalence classes of verbs: a dependent may meet a demand in other words.
 SYNONYMS: tuple[frozenset[str], ...] = (
-    frozenset("acquire obtain grab hold take lock lease claim".split()),
-    frozenset("refresh renew rotate regenerate reissue".split()),
-    frozenset("wait sleep pause poll await".split()),
-    frozenset("remove delete drop purge clear flush wipe evict".split()),
-    frozenset("create make generate".split()),
-    frozenset("send post publish emit produce".split()),
-    frozenset("backup snapshot dump".split()),
-    frozenset("stop halt drain".split()),
-    frozenset("sign signature".split()),
-    frozenset("encrypt encryption".split()),
-    frozenset("database db".split()),
-    frozenset("credential credentials secret".split()),
-    frozenset("validate validation".split()),
-    frozenset("migrate migration migrations".split()),
-    frozenset("repository repo".split()),
-    frozenset("directory dir folder".split()),
+    words("acquire obtain grab hold take lock lease claim"),
+    words("refresh renew rotate regenerate reissue"),
+    words("wait sleep pause poll await"),
+    words("remove delete drop purge clear flush wipe evict"),
+    words("create make generate"),
+    words("write insert update upsert modify overwrite"),
+    words("send post publish emit produce"),
+    words("backup snapshot dump"),
+    words("stop halt drain"),
+    words("sign signature"),
+    words("encrypt encryption"),
+    words("database db"),
+    words("credential credentials secret"),
+    words("validate validation"),
+    words("migrate migration migrations"),
+    words("repository repo"),
+    words("directory dir folder"),
 )
 
-FORMATS = frozenset(
+FORMATS = words(
     """json ndjson jsonl csv tsv parquet avro protobuf proto yaml yml xml html markdown toml
     msgpack arrow orc gzip gz zip tar zstd bzip2 utf8 utf-8 utf16 latin1 ascii pdf png jpeg
-    jpg webp svg wav mp3 mp4 sqlite ini binary plaintext""".split()
+    jpg webp svg wav mp3 mp4 sqlite ini binary plaintext"""
 )
 FORMAT_ALIASES = {"yml": "yaml", "jpg": "jpeg", "gz": "gzip", "proto": "protobuf", "utf-8": "utf8"}
 
 # Nouns naming a kind of resource: "the users table", "topic orders".
-RESOURCE_KINDS = frozenset(
+RESOURCE_KINDS = words(
     """table topic queue bucket index collection channel branch repo repository database db
     schema namespace stream dataset view file directory folder endpoint image column field
     variable secret key prefix cluster volume registry project workspace environment
-    webhook cron job""".split()
+    webhook cron job"""
 )
 # Words that sit before a resource noun without naming one: "the stale namespace" says
 # which state, not which namespace.
-ADJECTIVES = frozenset(
+ADJECTIVES = words(
     """stale hot cold warm legacy fresh raw primary secondary default current previous next
     last first final full partial empty large small big live dead remote local shared public
     private internal external global daily nightly weekly hourly temporary temp whole entire
     same right wrong correct proper existing target source right single multiple several
-    various cached signed unsigned encrypted compressed""".split()
+    various cached signed unsigned encrypted compressed"""
 )
 NOT_NAMES = (
-    STOPWORDS
-    | ADJECTIVES
-    | frozenset("""each one two before after then prior once when which""".split())
+    STOPWORDS | ADJECTIVES | words("""each one two before after then prior once when which""")
 )
 
 # Words that mark a quantity as a limit the procedure imposes.
-LIMIT_WORDS = frozenset(
+LIMIT_WORDS = words(
     """timeout timeouts expire expires expiry expiring ttl retention retain retained
     retains kept keep max maximum limit limits limited capped cap quota rate throttle
-    throttled within lifetime valid deleted purged lasts""".split()
+    throttled within lifetime valid deleted purged lasts"""
 )
 LIMIT_PHRASES = ("at most", "up to", "no more than", "times out", "time out")
 
 PERMISSION_LEVELS = {"read-only": 1, "readonly": 1, "read": 1, "write": 2, "read-write": 2}
 PERMISSION_LEVELS |= {"admin": 3, "owner": 3, "maintain": 3}
-PERMISSION_SUBJECTS = frozenset(
+PERMISSION_SUBJECTS = words(
     """token key role user account credential credentials permission permissions access
-    scope scopes secret policy""".split()
+    scope scopes secret policy"""
 )
 
 _SECOND = 1.0

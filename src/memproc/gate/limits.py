@@ -51,8 +51,8 @@ def tightened_limits(old: Facts, revision: Facts, dependent: Facts) -> list[Find
     for limit in revision.limits:
         if not _tightened(limit, old):
             continue
-        for clause in dependent.clauses:
-            exceeding = _exceeds(limit, clause)
+        for source, clauses in dependent.units.items():
+            exceeding = _exceeds(limit, clauses)
             if exceeding is None:
                 continue
             findings.append(
@@ -61,20 +61,23 @@ def tightened_limits(old: Facts, revision: Facts, dependent: Facts) -> list[Find
                     pattern="tightened_limit",
                     detail=(
                         f"the revision sets the limit '{limit.clause.text}' "
-                        f"({limit.clause.source}); the dependent needs {exceeding} "
-                        f"({clause.source})"
+                        f"({limit.clause.source}); the dependent needs {exceeding} ({source})"
                     ),
-                    evidence={"revision": limit.clause.text, "dependent": clause.text},
+                    evidence={
+                        "revision": limit.clause.text,
+                        "dependent": ", ".join(c.text for c in clauses),
+                    },
                 )
             )
             break
     return findings
 
 
-def _exceeds(limit: Limit, clause: Clause) -> str | None:
-    if not _shares_subject(limit.subject, clause.stems()):
+def _exceeds(limit: Limit, clauses: list[Clause]) -> str | None:
+    """The quantity of one dependent unit (a step) over the limit, on the same subject."""
+    if not _shares_subject(limit.subject, [s for c in clauses for s in c.stems()]):
         return None
-    for quantity in quantities(clause):
+    for quantity in (q for c in clauses for q in quantities(c)):
         if quantity.dimension != limit.quantity.dimension:
             continue
         over = (
@@ -89,19 +92,18 @@ def _exceeds(limit: Limit, clause: Clause) -> str | None:
 
 def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     findings = []
-    for level, clause in revision.permissions:
-        subject = clause.stems()
+    for level, clause, subject in revision.permissions:
         before = [
             prior_level
-            for prior_level, prior in old.permissions
-            if _shares_subject(subject, prior.stems(), at_least=2)
+            for prior_level, _, prior in old.permissions
+            if _shares_subject(subject, prior, at_least=2)
         ]
         if before and min(before) <= level:
             continue  # not tightened
         if not before and level >= lx.PERMISSION_LEVELS["write"]:
             continue
         for writer in dependent.clauses:
-            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=2):
+            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=3):
                 findings.append(
                     Finding(
                         dependent_id=dependent.procedure.id,

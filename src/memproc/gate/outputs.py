@@ -22,18 +22,46 @@ def _kind(artifact: str) -> str:
     return artifact.split(":", 1)[0]
 
 
-def removed_outputs(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
-    findings = []
-    for artifact, clause in old.produced.items():
-        if artifact.startswith(_NOT_OUTPUTS) or artifact in revision.mentioned:
+def _replacements(old: Facts, revision: Facts, artifact: str) -> list[str]:
+    """Artifacts of the same kind the revision names instead: the same file name elsewhere
+    (relocated), or named by the step that named the old one (renamed)."""
+    named_by = _naming_unit(old, artifact)
+    found = []
+    for new in sorted(revision.mentioned - old.mentioned):
+        if _kind(new) != _kind(artifact):
             continue
-        if artifact not in dependent.mentioned:
-            continue  # removed, but nobody here consumes it
-        replacements = sorted(
-            a
-            for a in revision.produced
-            if _kind(a) == _kind(artifact) and a not in old.mentioned
-        )
+        if (_kind(new) in ("path", "url") and _basename(new) == _basename(artifact)) or _similar(
+            named_by, _naming_unit(revision, new)
+        ):
+            found.append(new)
+    return found
+
+
+def _basename(artifact: str) -> str:
+    return artifact.rsplit("/", 1)[-1]
+
+
+def _naming_unit(facts: Facts, artifact: str) -> set[str]:
+    for clauses in facts.units.values():
+        if any(artifact in artifacts(c) for c in clauses):
+            return {s for c in clauses for s in c.stems()}
+    return set()
+
+
+def _similar(a: set[str], b: set[str]) -> bool:
+    return bool(a and b) and len(a & b) * 2 >= len(a | b)
+
+
+def removed_outputs(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """Outputs the revision no longer produces, and anything it now names differently."""
+    findings = []
+    for artifact in sorted(old.mentioned - revision.mentioned):
+        if artifact.startswith(_NOT_OUTPUTS) or artifact not in dependent.mentioned:
+            continue  # gone, but nobody here consumes it
+        replacements = _replacements(old, revision, artifact)
+        if artifact not in old.produced and not replacements:
+            continue  # the old version only read it: a dependent can still read it
+        clause = old.produced.get(artifact) or _naming_clause(old, artifact)
         pattern = "renamed_output" if replacements else "removed_output"
         what = f"now produces {', '.join(replacements)} instead" if replacements else "no longer"
         findings.append(
@@ -41,7 +69,7 @@ def removed_outputs(old: Facts, revision: Facts, dependent: Facts) -> list[Findi
                 dependent_id=dependent.procedure.id,
                 pattern=pattern,
                 detail=(
-                    f"the old version produced {artifact} ({clause.source}); the revision "
+                    f"the old version had {artifact} ({clause.source}); the revision "
                     f"{what}; the dependent uses {artifact}"
                 ),
                 evidence={"old": clause.text, "dependent": _naming(dependent, artifact)},
@@ -51,10 +79,14 @@ def removed_outputs(old: Facts, revision: Facts, dependent: Facts) -> list[Findi
 
 
 def _naming(facts: Facts, artifact: str) -> str:
+    return _naming_clause(facts, artifact).text
+
+
+def _naming_clause(facts: Facts, artifact: str) -> Clause:
     for clause in facts.clauses:
         if artifact in artifacts(clause):
-            return clause.text
-    return ""
+            return clause
+    raise LookupError(artifact)
 
 
 def _output_formats(facts: Facts) -> set[str]:

@@ -97,7 +97,20 @@ def _umbrella_only(surface: Surface, old: Facts, revision: Facts, dependent: Fac
         return False
     mine = {a for a in old.mentioned | revision.mentioned if a.startswith(_RESOURCE_PREFIXES)}
     theirs = {a for a in dependent.mentioned if a.startswith(_RESOURCE_PREFIXES)}
+    names = entities(old.procedure) | entities(revision.procedure)
+    if any(_as_words(a) & names for a in theirs):
+        return False  # "the search cluster" is the revised procedure's entity itself
     return bool(mine) and bool(theirs) and not (mine & theirs)
+
+
+def _as_words(artifact: str) -> set[str]:
+    kind, _, name = artifact.partition(":")
+    return {norm_entity(f"{name} {kind}"), norm_entity(f"{kind} {name}")}
+
+
+def names_entity(text: str, names: set[str]) -> bool:
+    words = f" {norm_entity(text)} "
+    return any(f" {name} " in words for name in names)
 
 
 # -- index keys ---------------------------------------------------------------------------------

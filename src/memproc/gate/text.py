@@ -246,9 +246,9 @@ def _resource_name(tokens: list[Token], i: int) -> str | None:
     after = tokens[i + 1] if i + 1 < len(tokens) else None
     if after is not None and _is_name(after) and after.kind != "word":
         return after.lower.strip("`\"'")
-    if after is not None and after.kind == "word" and _is_name(after):
-        if any(c in after.text for c in "_.") or not after.text.islower():
-            return after.lower
+    identifier = after is not None and (any(c in after.text for c in "_.") or after.text.isupper())
+    if after is not None and after.kind == "word" and _is_name(after) and identifier:
+        return after.lower
     return None
 
 
@@ -258,6 +258,8 @@ def _is_name(token: Token) -> bool:
     if token.kind != "word":
         return False
     word = token.lower
+    if word.endswith("ing") or _unit(word) is not None or word.isdigit():
+        return False  # "before reading secrets", "the 2 GB dump": no names
     return (
         word not in lx.NOT_NAMES
         and word not in lx.GENERIC_VERBS
