@@ -34,7 +34,7 @@ def latest_wins(
     return []
 
 
-def referencewords(text: str) -> list[str]:
+def reference_words(text: str) -> list[str]:
     """Lowercase runs of [a-z0-9_] longer than 2 characters, less stop words; a negator
     hides itself and the next 3 words."""
     kept: list[str] = []
@@ -80,9 +80,9 @@ def reference_rule(
     for dependent in candidates:
         if dependent.id in (old.id, revision.id) or not _shares_surface(revision, dependent):
             continue
-        have = set(referencewords(_text(dependent)))
+        have = set(reference_words(_text(dependent)))
         for precondition in added:
-            wanted = referencewords(precondition)
+            wanted = reference_words(precondition)
             if sum(w in have for w in wanted) < math.ceil(len(wanted) / 2):
                 findings.append(
                     Finding(

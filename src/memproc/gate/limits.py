@@ -15,7 +15,7 @@ from memproc.gate.facts import Facts, Limit
 from memproc.gate.model import Finding
 from memproc.gate.text import Clause, equivalent, has_phrase, quantities, stem
 
-_MINIMUM_PHRASES = ("at least", "minimum", "no less than", "min")
+_MINIMUM_PHRASES = ("at least", "minimum", "no less than", "no fewer than")
 _GENERIC = frozenset(stem(w) for w in lx.GENERIC_VERBS) | frozenset(
     stem(w) for w in ("now", "only", "read", "write", "access", "lower", "reduc", "cut")
 )
@@ -103,7 +103,7 @@ def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list
         if not before and level >= lx.PERMISSION_LEVELS["write"]:
             continue
         for writer in dependent.clauses:
-            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=3):
+            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=2):
                 findings.append(
                     Finding(
                         dependent_id=dependent.procedure.id,

@@ -90,7 +90,13 @@ def _naming_clause(facts: Facts, artifact: str) -> Clause:
 
 
 def _output_formats(facts: Facts) -> set[str]:
-    return {f for clause in facts.output_clauses for f in formats(clause)}
+    """Formats the outputs are said to have: a named format wins over a file extension
+    ("write out/daily.csv as Parquet" is Parquet)."""
+    found = set()
+    for clause in facts.output_clauses:
+        named = formats(clause, extensions=False)
+        found |= named or formats(clause)
+    return found
 
 
 def _consumes_output(old: Facts, dependent: Facts, changed: set[str]) -> Clause | None:

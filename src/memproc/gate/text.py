@@ -209,7 +209,7 @@ def _mark_negation(tokens: list[Token]) -> list[Token]:
 
 
 def normalize_artifact(kind: str, text: str) -> str:
-    value = text.strip("`\"'").lower().rstrip("/")
+    value = text.strip("`\"'").lower().rstrip("/.")
     if kind == "path":
         value = value.removeprefix("./")
     if kind == "env":
@@ -273,10 +273,11 @@ def _is_name(token: Token) -> bool:
 # -- formats, versions, quantities -------------------------------------------------------------
 
 
-def formats(clause: Clause) -> set[str]:
+def formats(clause: Clause, *, extensions: bool = True) -> set[str]:
+    """Data formats a clause names, as words and (with `extensions`) as file extensions."""
     found = set()
     for token in clause.tokens:
-        if token.negated:
+        if token.negated or (token.kind == "path" and not extensions):
             continue
         candidates = [token.lower]
         if token.kind == "path":
