@@ -376,7 +376,7 @@ _PLAIN_STEPS = st.lists(
 def test_cosmetic_rewordings_never_flag(steps: list[str], reword: Any) -> None:
     old = proc("a", "flow", ["Acme"], steps, preconditions=steps[:1])
     new = proc("a", "flow", ["Acme"], [reword(s) for s in steps], preconditions=steps[:1])
-    dependent = proc("b", "other", ["Acme"], steps[1:] + ["read out/report.json"])
+    dependent = proc("b", "other", ["Acme"], [*steps[1:], "read out/report.json"])
     assert evaluate(old, new, [dependent]) == []
 
 

@@ -63,6 +63,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     recency_half_life_days: Annotated[float, msgspec.Meta(gt=0, le=36_500)] = 30.0
     importance_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
     access_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
+    # Which check guards procedure revisions: memproc's gate, or (to measure it against) the
+    # reference rule or none at all ("latest_wins").
+    procedure_gate: Literal["memproc", "reference", "latest_wins"] = "memproc"
 
 
 def _field_names() -> set[str]:

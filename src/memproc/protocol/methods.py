@@ -12,9 +12,10 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import memory, search, system
+from memproc.ops import memory, procedure_review, procedure_search, procedures, search, system
 from memproc.ops.context import OpContext
 from memproc.protocol import messages as m
+from memproc.protocol import procedure_messages as pm
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,52 @@ METHODS: tuple[Method, ...] = (
     Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
     Method("memory.search", m.SearchParams, m.SearchResult, search.search),
     Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback),
+    *(
+        Method(
+            "procedure.create",
+            pm.CreateProcedureParams,
+            pm.CreateProcedureResult,
+            procedures.create,
+        ),
+        Method("procedure.get", pm.GetProcedureParams, pm.GetProcedureResult, procedures.get),
+        Method(
+            "procedure.list",
+            pm.ListProceduresParams,
+            pm.ListProceduresResult,
+            procedures.list_procedures,
+        ),
+        Method(
+            "procedure.search",
+            pm.SearchProceduresParams,
+            pm.SearchProceduresResult,
+            procedure_search.search,
+        ),
+        Method(
+            "procedure.evolve",
+            pm.EvolveProcedureParams,
+            pm.EvolveProcedureResult,
+            procedures.evolve,
+        ),
+        Method(
+            "episode.record",
+            pm.RecordEpisodeParams,
+            pm.RecordEpisodeResult,
+            procedures.record_episode,
+        ),
+        Method(
+            "procedure.review.list",
+            pm.ReviewListParams,
+            pm.ReviewListResult,
+            procedure_review.review_list,
+        ),
+        Method(
+            "procedure.review.decide",
+            pm.ReviewDecideParams,
+            pm.ReviewDecideResult,
+            procedure_review.review_decide,
+        ),
+        Method("procedure.audit", pm.AuditParams, pm.AuditResult, procedure_review.audit),
+    ),
 )
 
 METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}
