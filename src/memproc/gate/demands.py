@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memproc.gate import lexicon as lx
-from memproc.gate.facts import Facts, demand_texts
+from memproc.gate.facts import Facts, demand_texts, prohibited_terms
 from memproc.gate.model import Finding, Similarity
 from memproc.gate.surface import Surface, entities, names_entity, norm_entity
 from memproc.gate.text import Clause, Token, artifacts, equivalent, split_clauses, stem
@@ -100,7 +100,7 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     explicit = [
         d
         for i, text in enumerate(demand_texts(revision.procedure), start=1)
-        if (d := demand(text, f"precondition {i}")) is not None
+        if not _forbids(text) and (d := demand(text, f"precondition {i}")) is not None
     ]
     found = [d for d in explicit if not _already(d, old)]
     for source, clauses in units(revision):
@@ -112,6 +112,12 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
         if not any(meets(e, d.terms) for e in explicit):
             found.append(d)
     return found
+
+
+def _forbids(text: str) -> bool:
+    """A precondition that forbids ("never force-push to main; protection rejects it") is a
+    prohibition, judged as one; the rest of its text is its reason, not a demand."""
+    return any(prohibited_terms(c) for c in split_clauses(text, "precondition", 0))
 
 
 def _already(d: Demand, old: Facts) -> bool:

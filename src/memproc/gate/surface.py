@@ -133,7 +133,7 @@ def probe_keys(old: Procedure, revision: Procedure) -> set[str]:
         facts = Facts.read(version)
         names = entities(version)
         keys |= {f"entity:{name}" for name in names}
-        keys |= {f"term:{name}" for name in names if " " not in name}
+        keys |= {f"term:{word}" for name in names for word in name.split()}
         keys |= {f"artifact:{artifact}" for artifact in facts.mentioned}
         keys |= {f"entity:{word}" for word in _words(facts)}
     return keys
