@@ -21,6 +21,15 @@ METHOD_NAMES = {
     "memory.search",
     "memory.remember_batch",
     "memory.feedback",
+    "procedure.create",
+    "procedure.get",
+    "procedure.list",
+    "procedure.search",
+    "procedure.evolve",
+    "episode.record",
+    "procedure.review.list",
+    "procedure.review.decide",
+    "procedure.audit",
 }
 MEMORY_FIELDS = {
     "id",
