@@ -108,8 +108,27 @@ def test_store_knows_nothing_of_protocol_ops_or_service() -> None:
 
 
 def test_gate_imports_neither_store_nor_protocol() -> None:
-    """gate/ is empty today; the rule holds for whatever lands there."""
-    assert violations("memproc.gate", ("memproc.store", "memproc.protocol")) == []
+    """The gate is pure: no store, no protocol, no ops, no models, no I/O modules."""
+    forbidden = (
+        "memproc.store",
+        "memproc.protocol",
+        "memproc.ops",
+        "memproc.models",
+        "memproc.retrieval",
+        "memproc.runtime",
+        "memproc.service",
+        "apsw",
+        "os",
+        "subprocess",
+        "socket",
+    )
+    assert "memproc.gate.evaluate" in modules()
+    assert violations("memproc.gate", forbidden) == []
+    for name in modules():
+        if in_layer(name, "memproc.gate"):
+            assert {t for t in imports_of(name) if in_layer(t, "memproc")} <= {
+                t for t in imports_of(name) if in_layer(t, "memproc.gate")
+            }, name
 
 
 def test_ops_never_import_transport_dispatch_or_the_method_table() -> None:

@@ -71,6 +71,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # observed_at may lie (clocks drift; a producer's clock a little ahead is not an error).
     max_observation_bytes: Annotated[int, msgspec.Meta(ge=2, le=16 * MiB)] = 64 * 1024
     evidence_max_future_s: Annotated[int, msgspec.Meta(ge=0, le=86_400)] = 300
+    # Which check guards procedure revisions: memproc's gate, or (to measure it against) the
+    # reference rule or none at all ("latest_wins").
+    procedure_gate: Literal["memproc", "reference", "latest_wins"] = "memproc"
 
 
 def _field_names() -> set[str]:

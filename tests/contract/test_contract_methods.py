@@ -29,6 +29,15 @@ METHOD_NAMES = {
     "checkpoint.list",
     "checkpoint.clear",
     "context.get",
+    "procedure.create",
+    "procedure.get",
+    "procedure.list",
+    "procedure.search",
+    "procedure.evolve",
+    "episode.record",
+    "procedure.review.list",
+    "procedure.review.decide",
+    "procedure.audit",
 }
 MEMORY_FIELDS = {
     "id",

@@ -12,12 +12,23 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import checkpoint, evidence, memory, project_context, search, system
+from memproc.ops import (
+    checkpoint,
+    evidence,
+    memory,
+    procedure_review,
+    procedure_search,
+    procedures,
+    project_context,
+    search,
+    system,
+)
 from memproc.ops.context import OpContext
 from memproc.protocol import checkpoint_messages as cm
 from memproc.protocol import context_messages as xm
 from memproc.protocol import evidence_messages as em
 from memproc.protocol import messages as m
+from memproc.protocol import procedure_messages as pm
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,52 @@ METHODS: tuple[Method, ...] = (
         "checkpoint.clear", cm.CheckpointClearParams, cm.CheckpointClearResult, checkpoint.clear
     ),
     Method("context.get", xm.ContextGetParams, xm.ContextGetResult, project_context.get),
+    *(
+        Method(
+            "procedure.create",
+            pm.CreateProcedureParams,
+            pm.CreateProcedureResult,
+            procedures.create,
+        ),
+        Method("procedure.get", pm.GetProcedureParams, pm.GetProcedureResult, procedures.get),
+        Method(
+            "procedure.list",
+            pm.ListProceduresParams,
+            pm.ListProceduresResult,
+            procedures.list_procedures,
+        ),
+        Method(
+            "procedure.search",
+            pm.SearchProceduresParams,
+            pm.SearchProceduresResult,
+            procedure_search.search,
+        ),
+        Method(
+            "procedure.evolve",
+            pm.EvolveProcedureParams,
+            pm.EvolveProcedureResult,
+            procedures.evolve,
+        ),
+        Method(
+            "episode.record",
+            pm.RecordEpisodeParams,
+            pm.RecordEpisodeResult,
+            procedures.record_episode,
+        ),
+        Method(
+            "procedure.review.list",
+            pm.ReviewListParams,
+            pm.ReviewListResult,
+            procedure_review.review_list,
+        ),
+        Method(
+            "procedure.review.decide",
+            pm.ReviewDecideParams,
+            pm.ReviewDecideResult,
+            procedure_review.review_decide,
+        ),
+        Method("procedure.audit", pm.AuditParams, pm.AuditResult, procedure_review.audit),
+    ),
 )
 
 METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}

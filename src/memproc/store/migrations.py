@@ -200,12 +200,111 @@ CREATE TABLE checkpoints (
 CREATE INDEX checkpoints_by_scope ON checkpoints (scope, seq);
 """
 
+_PROCEDURES = """
+-- Procedures (workflows) and their versions. A partial unique index holds the invariant that
+-- a procedure has at most one current version; promotion retires the old one and makes the
+-- new one current in one transaction, so readers always see exactly one.
+CREATE TABLE procedures (
+    seq           INTEGER PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    scope         TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    success_count INTEGER NOT NULL DEFAULT 0,
+    failure_count INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    UNIQUE (scope, name)
+) STRICT;
+
+CREATE TABLE procedure_versions (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    procedure_id TEXT NOT NULL REFERENCES procedures (id),
+    scope        TEXT NOT NULL,
+    version      INTEGER NOT NULL CHECK (version > 0),
+    parent_id    TEXT,
+    status       TEXT NOT NULL
+                 CHECK (status IN ('current', 'quarantined', 'retired', 'rejected')),
+    body         TEXT NOT NULL,
+    search_text  TEXT NOT NULL,
+    reason       TEXT,
+    findings     TEXT NOT NULL DEFAULT '[]',
+    episode_id   TEXT,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    UNIQUE (procedure_id, version)
+) STRICT;
+CREATE UNIQUE INDEX procedure_versions_one_current
+    ON procedure_versions (procedure_id) WHERE status = 'current';
+CREATE INDEX procedure_versions_by_status ON procedure_versions (scope, status, seq);
+
+CREATE VIRTUAL TABLE procedure_fts USING fts5(
+    search_text,
+    content = 'procedure_versions', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER procedure_fts_insert AFTER INSERT ON procedure_versions BEGIN
+    INSERT INTO procedure_fts (rowid, search_text) VALUES (new.seq, new.search_text);
+END;
+
+-- The gate's candidate index: each current procedure filed under its entities, artifacts
+-- and words, so an evolve reads the procedures that may depend on it, not all of them.
+CREATE TABLE procedure_keys (
+    scope        TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    procedure_id TEXT NOT NULL,
+    PRIMARY KEY (scope, key, procedure_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX procedure_keys_by_procedure ON procedure_keys (procedure_id);
+
+-- One embedding per procedure version and embedder fingerprint, for procedure.search.
+CREATE TABLE procedure_vectors (
+    version_seq INTEGER NOT NULL REFERENCES procedure_versions (seq),
+    fingerprint TEXT NOT NULL,
+    vector      BLOB NOT NULL,
+    PRIMARY KEY (version_seq, fingerprint)
+) STRICT;
+
+CREATE TABLE episodes (
+    seq            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    scope          TEXT NOT NULL,
+    procedure_id   TEXT,
+    version_id     TEXT,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('success', 'failure')),
+    failed_at_step INTEGER,
+    notes          TEXT NOT NULL,
+    created_at     TEXT NOT NULL
+) STRICT;
+
+-- Append-only: every evolve, review decision and creation, never updated or deleted.
+CREATE TABLE procedure_audit (
+    seq          INTEGER PRIMARY KEY,
+    scope        TEXT NOT NULL,
+    procedure_id TEXT NOT NULL,
+    version_id   TEXT,
+    event        TEXT NOT NULL,
+    actor        TEXT,
+    reason       TEXT,
+    detail       TEXT NOT NULL,
+    at           TEXT NOT NULL
+) STRICT;
+CREATE INDEX procedure_audit_by_procedure ON procedure_audit (scope, procedure_id, seq);
+CREATE TRIGGER procedure_audit_no_update BEFORE UPDATE ON procedure_audit BEGIN
+    SELECT RAISE(ABORT, 'procedure_audit is append-only');
+END;
+CREATE TRIGGER procedure_audit_no_delete BEFORE DELETE ON procedure_audit BEGIN
+    SELECT RAISE(ABORT, 'procedure_audit is append-only');
+END;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
     _CONTEXT_V3,
     _CITATIONS_V4,
     _EVIDENCE_AND_CHECKPOINTS,
+    _PROCEDURES,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,222 @@
+"""What a procedure's text says, read once: clauses, outputs, limits, prohibitions, demands.
+
+Detectors compare these facts between the old version, the revision and a dependent; they
+never look at raw text themselves, so the reading is the same everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from memproc.gate import lexicon as lx
+from memproc.gate.model import Procedure
+from memproc.gate.text import (
+    Clause,
+    Quantity,
+    Token,
+    artifacts,
+    equivalent,
+    has_phrase,
+    quantities,
+    split_clauses,
+    stem,
+)
+
+_PERMISSION_WORD = {
+    "read-only": 1,
+    "readonly": 1,
+    "read-write": 2,
+}
+
+
+@dataclass
+class Limit:
+    clause: Clause
+    quantity: Quantity
+    subject: list[str]
+
+
+@dataclass
+class Facts:
+    """The reading of one procedure version."""
+
+    procedure: Procedure
+    clauses: list[Clause] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, procedure: Procedure) -> Facts:
+        facts = cls(procedure)
+        for number, step in enumerate(procedure.steps, start=1):
+            text = f"{step.action}, {step.detail}" if step.detail else step.action
+            facts.clauses += split_clauses(text, f"step {number}", number)
+        for number, condition in enumerate(demand_texts(procedure), start=1):
+            facts.clauses += split_clauses(condition, f"precondition {number}", 0)
+        end = len(procedure.steps) + 1
+        for number, output in enumerate(procedure.outputs, start=1):
+            facts.clauses += split_clauses(output, f"output {number}", end)
+        if procedure.trigger:
+            facts.clauses += split_clauses(procedure.trigger, "trigger", 0)
+        return facts
+
+    @property
+    def step_clauses(self) -> list[Clause]:
+        return [c for c in self.clauses if c.source.startswith("step")]
+
+    @cached_property
+    def all_stems(self) -> list[str]:
+        return [s for clause in self.clauses for s in clause.stems()]
+
+    @cached_property
+    def mentioned(self) -> set[str]:
+        """Every artifact named anywhere, not negated."""
+        return {a for clause in self.clauses for a in artifacts(clause)}
+
+    @cached_property
+    def units(self) -> dict[str, list[Clause]]:
+        """Clauses grouped by where they came from: a step's action and detail are one unit
+        ("keep artifacts in s3://ci", "retention 14 days": the subject is in the first)."""
+        grouped: dict[str, list[Clause]] = {}
+        for clause in self.clauses:
+            grouped.setdefault(clause.source, []).append(clause)
+        return grouped
+
+    @cached_property
+    def output_clauses(self) -> list[Clause]:
+        """Clauses that name what this version outputs: `outputs`, every clause of a step
+        led by a producing verb, and producing clauses elsewhere."""
+        found = []
+        for source, clauses in self.units.items():
+            if source.startswith("output") or (
+                source.startswith("step") and is_producer(clauses[0])
+            ):
+                found += clauses
+            else:
+                found += [c for c in clauses if is_producer(c)]
+        return found
+
+    @cached_property
+    def produced(self) -> dict[str, Clause]:
+        """Artifacts this version outputs, with the clause that names each first."""
+        found: dict[str, Clause] = {}
+        for clause in self.output_clauses:
+            for artifact in artifacts(clause):
+                found.setdefault(artifact, clause)
+        return found
+
+    @cached_property
+    def limits(self) -> list[Limit]:
+        found = []
+        for clauses in self.units.values():
+            subject = [s for c in clauses for s in c.stems() if not _is_unit_or_limit(s)]
+            for clause in clauses:
+                if is_limit(clause):
+                    for quantity in quantities(clause, periods=True):
+                        found.append(Limit(clause, quantity, subject))
+        return found
+
+    @cached_property
+    def permissions(self) -> list[tuple[int, Clause, list[str]]]:
+        """(level, clause, the stems of its whole unit) for each clause granting a level."""
+        found = []
+        for clauses in self.units.values():
+            subject = [s for c in clauses for s in c.stems()]
+            for clause in clauses:
+                level = permission_level(clause, subject)
+                if level is not None:
+                    found.append((level, clause, subject))
+        return found
+
+    @cached_property
+    def prohibitions(self) -> list[tuple[Clause, list[str]]]:
+        return [(c, terms) for c in self.clauses if (terms := prohibited_terms(c))]
+
+    def mentions_stems(self, terms: list[str]) -> bool:
+        return all(any(equivalent(t, s) for s in self.all_stems) for t in terms)
+
+
+def demand_texts(procedure: Procedure) -> list[str]:
+    """Preconditions as text, structured ones as "key value"."""
+    return list(procedure.preconditions) + [f"{k} {v}" for k, v in procedure.conditions]
+
+
+_PRODUCER_STEMS = frozenset(stem(w) for w in lx.PRODUCER_VERBS)
+
+
+def is_producer(clause: Clause) -> bool:
+    words = [t.lower for t in clause.words if not t.negated]
+    return bool(words) and (
+        stem(words[0]) in _PRODUCER_STEMS or any(w in ("into", "to", "as") for w in words)
+    )
+
+
+def is_limit(clause: Clause) -> bool:
+    words = {t.lower for t in clause.words}
+    return bool(words & lx.LIMIT_WORDS) or has_phrase(clause, lx.LIMIT_PHRASES)
+
+
+def _is_unit_or_limit(term: str) -> bool:
+    return any(stem(w) == term for w in (*lx.LIMIT_WORDS, *lx.TIME_UNITS, *lx.SIZE_UNITS)) or (
+        term.replace(".", "").isdigit()
+    )
+
+
+def permission_level(clause: Clause, unit: list[str]) -> int | None:
+    """The access level a clause grants, when its unit speaks of a credential's permission:
+    "add the deploy key, read-only access now" -> 1."""
+    words = [t.lower for t in clause.words if not t.negated]
+    subjects = {stem(w) for w in lx.PERMISSION_SUBJECTS}
+    if not (set(words) & lx.PERMISSION_SUBJECTS or subjects & set(unit)):
+        return None
+    for i, word in enumerate(words):
+        if word in _PERMISSION_WORD:
+            return _PERMISSION_WORD[word]
+        following = words[i + 1] if i + 1 < len(words) else ""
+        qualified = following in ("access", "permission", "permissions", "scope", "role", "only")
+        if word in lx.PERMISSION_LEVELS and qualified:
+            return lx.PERMISSION_LEVELS[word]
+    return None
+
+
+def prohibited_terms(clause: Clause) -> list[str]:
+    """The content a prohibition forbids, or [] when the clause forbids nothing.
+
+    Forms: a leading negator or "never"/"avoid"/"stop" ("never force-push to main", "do not
+    write to the orders table", "no direct writes"), "must not", and passive states
+    ("classic tokens are deprecated", "no longer accepted")."""
+    words = [t.lower for t in clause.words]
+    if not words:
+        return []
+    lead = words[0] in lx.PROHIBITION_LEADS or words[0] in ("no", "don't", "dont", "do")
+    lead = lead and (words[0] != "do" or words[1:2] == ["not"])
+    must_not = any(
+        words[i] in ("must", "should", "may") and words[i + 1] in ("not", "never")
+        for i in range(len(words) - 1)
+    )
+    passive = bool(set(words) & lx.PROHIBITION_STATES) or has_phrase(clause, ["no longer"])
+    if not (lead or must_not or passive):
+        return []
+    markers = lx.PROHIBITION_LEADS | lx.PROHIBITION_STATES | lx.NEGATORS
+    tokens = clause.tokens
+    if passive and not (lead or must_not):
+        tokens = _before_state(tokens)  # "X is deprecated on ...": X is what is forbidden
+    terms = []
+    for token in tokens:
+        if token.kind not in ("word", "path", "env", "code", "flag", "version"):
+            continue
+        for part in token.lower.split("-"):
+            if not part or part in markers or part in lx.STOPWORDS or part in lx.GENERIC_VERBS:
+                continue
+            if part in ("longer", "allowed", "permitted", "accepted", "supported", "works"):
+                continue
+            terms.append(stem(part))
+    return list(dict.fromkeys(terms))
+
+
+def _before_state(tokens: list[Token]) -> list[Token]:
+    for i, token in enumerate(tokens):
+        word = token.lower
+        no_longer = word == "no" and i + 1 < len(tokens) and tokens[i + 1].lower == "longer"
+        if word in lx.PROHIBITION_STATES or no_longer:
+            return tokens[:i] or tokens
+    return tokens

@@ -1,0 +1,386 @@
+"""A small tokenizer for step text: words, artifacts, quantities, formats, versions, negation.
+
+Why not a general NLP library: the gate must be deterministic, fast and free of models, and
+procedure steps are terse imperative phrases ("put dump object, no encryption header"). A
+regular tokenizer that knows paths, env vars, flags, versions and units, plus a light stemmer,
+reads them well enough, and every decision it makes can be shown to a reviewer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from memproc.gate import lexicon as lx
+
+_TOKEN = re.compile(
+    r"""
+    (?P<url>[a-z][a-z0-9+.-]*://[^\s,;()]+)
+  | (?P<code>`[^`\n]+`)
+  | (?P<quoted>"[^"\n]+")
+  | (?P<env>\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b)
+  | (?P<flag>(?<![\w-])--[a-z][\w-]*)
+  | (?P<channel>(?<![\w])\#[a-z][\w-]*)
+  | (?P<path>(?:~|\.{1,2})?/?(?:[\w.*-]+/)+[\w.*-]*|[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,4}\b)
+  | (?P<version>\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+(?:\.\d+)*\b)
+  | (?P<number>\d+(?:\.\d+)?)
+  | (?P<word>[A-Za-z][A-Za-z0-9_']*(?:-[A-Za-z0-9_]+)*)
+  | (?P<punct>[;,.!?:()])
+    """,
+    re.X,
+)
+# "100 requests/min" is a rate, not a path: rewritten to "100 requests per min" first.
+_PER_UNIT = re.compile(r"(\w)/(s|sec|second|min|minute|h|hr|hour|d|day)\b", re.I)
+_CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")", ":"})
+_CLAUSE_WORDS = frozenset({"then"})
+ARTIFACT_KINDS = ("url", "code", "quoted", "env", "flag", "channel", "path")
+_KIND_ALIASES = {"repo": "repository", "db": "database", "folder": "directory", "dir": "directory"}
+_SUFFIXES = (
+    "izations",
+    "ization",
+    "ations",
+    "ation",
+    "ating",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "ions",
+    "ion",
+    "ates",
+    "ated",
+    "ate",
+    "ies",
+    "ers",
+    "er",
+    "ly",
+    "ed",
+    "es",
+    "s",
+    "e",
+    "y",
+)
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: "migrations", "migrate", "migrating" -> "migr". Matching is by
+    prefix (see `same_stem`), so what this leaves need not be a word."""
+    word = word.lower().strip("'")
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Stems match when equal, or when the shorter (at least 4 letters) begins the longer:
+    "regist" (register) and "registr" (registry)."""
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 4 and long_.startswith(short)
+
+
+def _synonym_stems() -> list[frozenset[str]]:
+    return [frozenset(stem(word) for word in group) for group in lx.SYNONYMS]
+
+
+_SYNONYM_STEMS = _synonym_stems()
+
+
+def equivalent(a: str, b: str) -> bool:
+    """The same stem, or two words of one synonym class."""
+    if same_stem(a, b):
+        return True
+    return any(
+        any(same_stem(a, s) for s in group) and any(same_stem(b, s) for s in group)
+        for group in _SYNONYM_STEMS
+    )
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # url, code, quoted, env, flag, channel, path, version, number, word
+    text: str
+    negated: bool = False
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with a unit: `dimension` is time (seconds), size (bytes), rate (per second)
+    or count:<noun stem>; `value` is in those base units."""
+
+    dimension: str
+    value: float
+    text: str
+
+
+@dataclass
+class Clause:
+    """One clause of a procedure's text, where it came from, and what the tokenizer found."""
+
+    source: str  # "step 2", "precondition 1", "output 1", "trigger"
+    position: int  # the step number; 0 for preconditions and the trigger
+    text: str
+    tokens: list[Token] = field(default_factory=list)
+
+    @property
+    def words(self) -> list[Token]:
+        return [t for t in self.tokens if t.kind == "word"]
+
+    def stems(self, *, negated: bool = False) -> list[str]:
+        """Content stems (hyphenated words split), of the plain or of the negated tokens."""
+        found = []
+        for token in self.tokens:
+            if token.kind not in ("word", "number", "version") or token.negated != negated:
+                continue
+            for part in token.lower.split("-"):
+                if part and part not in lx.STOPWORDS and part not in lx.NEGATORS:
+                    found.append(stem(part))
+        return found
+
+    @property
+    def verb(self) -> str | None:
+        """The clause's leading verb (steps are imperative), as a stem."""
+        for token in self.words:
+            if token.lower not in lx.STOPWORDS:
+                return stem(token.lower.split("-")[-1])
+        return None
+
+    @property
+    def negated(self) -> bool:
+        return any(t.negated for t in self.tokens)
+
+
+def split_clauses(text: str, source: str, position: int) -> list[Clause]:
+    """Tokenize and cut at punctuation and "then"; mark what each negator reaches."""
+    clauses: list[Clause] = []
+    current = Clause(source, position, "")
+    for token in tokenize(text):
+        breaks = token.kind == "punct" and token.text in _CLAUSE_BREAKS
+        if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS):
+            if current.tokens:
+                clauses.append(current)
+            current = Clause(source, position, "")
+            continue
+        current.tokens.append(token)
+    if current.tokens:
+        clauses.append(current)
+    for clause in clauses:
+        clause.tokens = _mark_negation(clause.tokens)
+        clause.text = " ".join(t.text for t in clause.tokens)
+    return clauses
+
+
+def tokenize(text: str) -> list[Token]:
+    text = _PER_UNIT.sub(r"\1 per \2", text)
+    tokens = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "word"
+        tokens.append(Token(kind, match.group()))
+    return tokens
+
+
+def _mark_negation(tokens: list[Token]) -> list[Token]:
+    """A negator hides itself and what follows, up to NEGATION_REACH words or a connective:
+    "does not run migrations" never counts as running them."""
+    marked: list[Token] = []
+    reach = 0
+    for token in tokens:
+        word = token.lower if token.kind == "word" else ""
+        if word in lx.NEGATORS or (word.endswith("n't") and len(word) > 3):
+            reach = lx.NEGATION_REACH + 1
+        elif word in lx.NEGATION_STOPS:
+            reach = 0
+        if reach > 0:
+            marked.append(Token(token.kind, token.text, negated=True))
+            reach -= 1
+        else:
+            marked.append(token)
+    return marked
+
+
+# -- artifacts --------------------------------------------------------------------------------
+
+
+def normalize_artifact(kind: str, text: str) -> str:
+    value = text.strip("`\"'").lower().rstrip("/.")
+    if kind == "path":
+        value = value.removeprefix("./")
+    if kind == "env":
+        value = value.strip("${}")
+    return f"{kind}:{value}"
+
+
+def artifacts(clause: Clause, *, negated: bool = False) -> set[str]:
+    """Typed names the clause mentions: paths, URLs, env vars, flags, channels, code, and
+    resource nouns with their name ("the users table" -> "table:users")."""
+    found = {
+        normalize_artifact(t.kind, t.text)
+        for t in clause.tokens
+        if t.kind in ARTIFACT_KINDS and t.negated == negated
+    }
+    tokens = clause.tokens
+    for i, token in enumerate(tokens):
+        if token.kind != "word" or token.negated != negated:
+            continue
+        noun = token.lower.rstrip("s") if token.lower.rstrip("s") in lx.RESOURCE_KINDS else ""
+        noun = noun or (token.lower if token.lower in lx.RESOURCE_KINDS else "")
+        if not noun:
+            continue
+        name = _resource_name(tokens, i)
+        if name:
+            found.add(f"{_KIND_ALIASES.get(noun, noun)}:{name}")
+    return found
+
+
+def _resource_name(tokens: list[Token], i: int) -> str | None:
+    before = tokens[i - 1] if i > 0 else None
+    if before is not None and _is_name(before):
+        return before.lower.strip("`\"'")
+    after = tokens[i + 1] if i + 1 < len(tokens) else None
+    if after is not None and _is_name(after) and after.kind != "word":
+        return after.lower.strip("`\"'")
+    identifier = after is not None and (any(c in after.text for c in "_.") or after.text.isupper())
+    if after is not None and after.kind == "word" and _is_name(after) and identifier:
+        return after.lower
+    return None
+
+
+def _is_name(token: Token) -> bool:
+    if token.kind in ("code", "quoted", "env"):
+        return True
+    if token.kind != "word":
+        return False
+    word = token.lower
+    if word.endswith("ing") or _unit(word) is not None or word.isdigit():
+        return False  # "before reading secrets", "the 2 GB dump": no names
+    return (
+        word not in lx.NOT_NAMES
+        and word not in lx.GENERIC_VERBS
+        and word not in lx.NEGATORS
+        and word not in lx.RESOURCE_KINDS
+        and word not in lx.PRODUCER_VERBS
+        and word not in lx.ANCHORS
+    )
+
+
+# -- formats, versions, quantities -------------------------------------------------------------
+
+
+def formats(clause: Clause, *, extensions: bool = True) -> set[str]:
+    """Data formats a clause names, as words and (with `extensions`) as file extensions."""
+    found = set()
+    for token in clause.tokens:
+        if token.negated or (token.kind == "path" and not extensions):
+            continue
+        candidates = [token.lower]
+        if token.kind == "path":
+            candidates = [token.lower.rsplit(".", 1)[-1]]
+        for word in candidates:
+            if word in lx.FORMATS:
+                found.add(lx.FORMAT_ALIASES.get(word, word))
+    return found
+
+
+def versions(clause: Clause) -> set[tuple[str, str]]:
+    """(subject stem, version) pairs: "SDK v2" -> ("sdk", "2"); "schema version 3"."""
+    found = set()
+    tokens = clause.tokens
+    for i, token in enumerate(tokens):
+        if token.negated:
+            continue
+        value = None
+        if token.kind == "version":
+            value = token.lower.lstrip("v")
+        elif token.kind == "number" and i > 0 and tokens[i - 1].lower == "version":
+            value = token.text
+        if value is None:
+            continue
+        subject = _subject_before(tokens, i)
+        found.add((subject, value))
+    return found
+
+
+def _subject_before(tokens: list[Token], i: int) -> str:
+    for token in reversed(tokens[:i]):
+        if token.kind == "word" and token.lower not in lx.STOPWORDS and token.lower != "version":
+            return stem(token.lower)
+    return ""
+
+
+def quantities(clause: Clause, *, periods: bool = False) -> list[Quantity]:
+    """Numbers with units. Period adverbs ("hourly") count only when `periods` is set: they
+    are limits in a limit clause and mere schedules elsewhere."""
+    tokens = [t for t in clause.tokens if not t.negated]
+    found = []
+    for i, token in enumerate(tokens):
+        if periods and token.lower in lx.PERIOD_WORDS:
+            found.append(Quantity("time", lx.PERIOD_WORDS[token.lower], token.text))
+            continue
+        number = _number(token)
+        if number is None or i + 1 >= len(tokens):
+            continue
+        quantity = _with_unit(number, tokens, i)
+        if quantity is not None:
+            found.append(quantity)
+    return found
+
+
+def _number(token: Token) -> float | None:
+    if token.kind == "number":
+        return float(token.text)
+    return float(lx.NUMBER_WORDS[token.lower]) if token.lower in lx.NUMBER_WORDS else None
+
+
+def _unit(word: str) -> tuple[str, float] | None:
+    word = word.lower()
+    singular = word[:-1] if word.endswith("s") and len(word) > 2 else word
+    for candidate in (word, singular):
+        if candidate in lx.TIME_UNITS:
+            return "time", lx.TIME_UNITS[candidate]
+        if candidate in lx.SIZE_UNITS:
+            return "size", lx.SIZE_UNITS[candidate]
+    return None
+
+
+def _with_unit(number: float, tokens: list[Token], i: int) -> Quantity | None:
+    unit_token = tokens[i + 1]
+    if unit_token.kind != "word":
+        return None
+    text = f"{tokens[i].text} {unit_token.text}"
+    per = _per_unit(tokens, i + 2)
+    unit = _unit(unit_token.text)
+    if unit is not None and unit[0] == "size":
+        return Quantity("size", number * unit[1], text)
+    if unit is not None and unit[0] == "time" and per is None:
+        if tokens[i].kind != "number" and unit_token.lower in ("m", "s", "d", "h", "w"):
+            return None  # "a m" is no duration
+        return Quantity("time", number * unit[1], text)
+    if unit_token.lower in ("rps", "qps"):
+        return Quantity("rate", number, text)
+    if unit_token.lower == "rpm":
+        return Quantity("rate", number / 60.0, text)
+    if per is not None:
+        return Quantity("rate", number / per, f"{text} per {tokens[i + 3].text}")
+    if tokens[i].kind == "number" and unit_token.lower not in lx.STOPWORDS:
+        return Quantity(f"count:{stem(unit_token.lower)}", number, text)
+    return None
+
+
+def _per_unit(tokens: list[Token], j: int) -> float | None:
+    if j + 1 < len(tokens) and tokens[j].lower in ("per", "a", "an", "every", "each"):
+        unit = _unit(tokens[j + 1].text)
+        if unit is not None and unit[0] == "time":
+            return unit[1]
+    return None
+
+
+def has_phrase(clause: Clause, phrases: Iterable[str]) -> bool:
+    lowered = " " + " ".join(t.lower for t in clause.tokens) + " "
+    return any(f" {phrase} " in lowered for phrase in phrases)

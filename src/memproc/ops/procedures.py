@@ -1,0 +1,279 @@
+"""`procedure.create/get/list/evolve` and `episode.record`.
+
+An evolve builds the new version, runs the gate against the procedures that may depend on it,
+and promotes or quarantines it, all in one write transaction: readers see the old current
+version or the new one, never none. Slow work (embedding) happens before the write begins.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Literal
+
+import apsw
+import msgspec
+
+from memproc.errors import Conflict, InvalidParams, NotFound
+from memproc.ops import procedure_gate as pg
+from memproc.ops.context import OpContext
+from memproc.ops.procedure_views import finding_views, version_view
+from memproc.protocol.procedure_messages import (
+    CreateProcedureParams,
+    CreateProcedureResult,
+    EvolveProcedureParams,
+    EvolveProcedureResult,
+    GetProcedureParams,
+    GetProcedureResult,
+    ListProceduresParams,
+    ListProceduresResult,
+    RecordEpisodeParams,
+    RecordEpisodeResult,
+)
+from memproc.store import procedure_log as log_sql
+from memproc.store import procedures as procedure_sql
+
+# Body fields an evolve may change; the others carry over from the current version.
+BODY_FIELDS = (
+    "steps",
+    "preconditions",
+    "outputs",
+    "entity_names",
+    "aliases",
+    "trigger",
+    "references",
+)
+
+
+def body_of(fields: dict[str, Any]) -> dict[str, Any]:
+    """Protocol values -> the stored JSON body (steps numbered by their order)."""
+    body = {k: msgspec.to_builtins(v) for k, v in fields.items() if v is not None}
+    if "steps" in body:
+        body["steps"] = [
+            {"step": i, "action": s["action"], "detail": s.get("detail", "")}
+            for i, s in enumerate(body["steps"], start=1)
+        ]
+    return body
+
+
+def search_text(name: str, body: dict[str, Any]) -> str:
+    """What procedure.search matches: name, steps, preconditions, outputs, entities, trigger."""
+    gp = pg.gate_procedure("", name, body)
+    parts = [name, *(f"{s.action} {s.detail}" for s in gp.steps), *gp.preconditions]
+    parts += [f"{k} {v}" for k, v in gp.conditions] + list(gp.outputs)
+    parts += [*gp.entity_names, *gp.aliases, gp.trigger]
+    return "\n".join(p for p in parts if p)
+
+
+def _embed(ctx: OpContext, text: str) -> tuple[str, bytes] | None:
+    """(fingerprint, vector) for procedure.search when an embedder is ready, else None."""
+    index = ctx.runtime.vector_index(0.0, required=False)
+    if index is None:
+        return None
+    vector = index.embedder.embed_documents([text])[0]
+    return index.fingerprint, vector.tobytes()
+
+
+def create(ctx: OpContext, params: CreateProcedureParams) -> CreateProcedureResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    fields = {f: getattr(params, f) for f in BODY_FIELDS}
+    body = body_of(fields)
+    text = search_text(params.name, body)
+    vector = _embed(ctx, text)
+    ctx.token.check()
+    with ctx.runtime.store().writing(ctx.token) as conn:
+        if procedure_sql.find_id_by_name(conn, scope, params.name) is not None:
+            raise Conflict("a procedure with this name exists in the scope", field="name")
+        _check_references(conn, scope, body.get("references", []), "$.params.references")
+        procedure_id = procedure_sql.insert_procedure(conn, scope, params.name)
+        new = procedure_sql.NewVersion(procedure_id, scope, "quarantined", body, text)
+        version = procedure_sql.insert_version(conn, new)
+        procedure_sql.promote(conn, scope, version)
+        pg.index(conn, scope, pg.gate_procedure(procedure_id, params.name, body))
+        _store_vector(conn, version.seq, vector)
+        log_sql.append(conn, scope, procedure_id, version.id, "created")
+    return CreateProcedureResult(id=procedure_id, version_id=version.id)
+
+
+def _check_references(conn: apsw.Connection, scope: str, refs: list[str], path: str) -> None:
+    for i, procedure_id in enumerate(refs):
+        if not procedure_sql.exists(conn, scope, procedure_id):
+            raise NotFound("referenced procedure not found", path=f"{path}[{i}]")
+
+
+def _store_vector(conn: apsw.Connection, seq: int, vector: tuple[str, bytes] | None) -> None:
+    if vector is not None:
+        procedure_sql.put_vector(conn, seq, vector[0], vector[1])
+
+
+def get(ctx: OpContext, params: GetProcedureParams) -> GetProcedureResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    with ctx.runtime.store().reading(ctx.token) as conn:
+        if params.version_id is None:
+            record = procedure_sql.current_version(conn, scope, params.id)
+        else:
+            record = procedure_sql.get_version(conn, scope, params.version_id)
+    if record is None or record.procedure_id != params.id:
+        raise NotFound("procedure or version not found", id=params.id)
+    return GetProcedureResult(procedure=version_view(record))
+
+
+def list_procedures(ctx: OpContext, params: ListProceduresParams) -> ListProceduresResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    before = None if params.cursor is None else decode_cursor(params.cursor, "p1:")
+    with ctx.runtime.store().reading(ctx.token) as conn:
+        records = procedure_sql.list_current_page(conn, scope, before, params.limit + 1)
+        page, more = records[: params.limit], len(records) > params.limit
+        last = procedure_sql.procedure_seq(conn, page[-1].procedure_id) if more else None
+    next_cursor = None if last is None else encode_cursor(last, "p1:")
+    return ListProceduresResult(items=[version_view(r) for r in page], next_cursor=next_cursor)
+
+
+# -- evolve -------------------------------------------------------------------------------------
+
+
+def evolve(ctx: OpContext, params: EvolveProcedureParams) -> EvolveProcedureResult:
+    return evolve_with(ctx, params, pg.GATES[ctx.runtime.config.procedure_gate])
+
+
+def evolve_with(
+    ctx: OpContext, params: EvolveProcedureParams, gate_fn: pg.GateFunction
+) -> EvolveProcedureResult:
+    """`evolve` with the gate given: tests pass a failing one to see the gate fail closed."""
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    changes = body_of({f: getattr(params, f) for f in BODY_FIELDS})
+    if not changes:
+        raise InvalidParams("an evolve must change at least one of " + ", ".join(BODY_FIELDS))
+    store = ctx.runtime.store()
+    with store.reading(ctx.token) as conn:
+        current = _current(conn, scope, params.id)
+        old, new = pg.of_record(current), _revised(current, changes)
+        found = pg.candidates(conn, scope, old, new, ctx.runtime.config.procedure_gate)
+    similar = pg.similarity(ctx, old, new, found)
+    vector = _embed(ctx, search_text(current.name, {**current.body, **changes}))
+    ctx.token.check()
+    with store.writing(ctx.token) as conn:
+        if params.episode_id and not log_sql.episode_exists(conn, scope, params.episode_id):
+            raise NotFound("episode not found", path="$.params.episode_id")
+        _check_references(conn, scope, changes.get("references", []), "$.params.references")
+        step = Revision(scope, params.id, changes, params.reason, params.episode_id)
+        return apply_revision(ctx, conn, step, gate_fn, similar, vector=vector)
+
+
+class Revision(msgspec.Struct, frozen=True):
+    scope: str
+    procedure_id: str
+    changes: dict[str, Any]
+    reason: str
+    episode_id: str | None = None
+    actor: str | None = None
+
+
+def _current(conn: apsw.Connection, scope: str, procedure_id: str) -> procedure_sql.VersionRecord:
+    current = procedure_sql.current_version(conn, scope, procedure_id)
+    if current is None:
+        raise NotFound("procedure not found", id=procedure_id)
+    return current
+
+
+def _revised(current: procedure_sql.VersionRecord, changes: dict[str, Any]) -> Any:
+    return pg.gate_procedure(current.procedure_id, current.name, {**current.body, **changes})
+
+
+def apply_revision(
+    ctx: OpContext,
+    conn: apsw.Connection,
+    step: Revision,
+    gate_fn: pg.GateFunction,
+    similar: dict[tuple[str, str], float],
+    vector: tuple[str, bytes] | None = None,
+) -> EvolveProcedureResult:
+    """Inside the caller's write: store the revision, gate it, promote or quarantine it."""
+    current = _current(conn, step.scope, step.procedure_id)
+    body = {**current.body, **step.changes}
+    old, new = pg.of_record(current), _revised(current, step.changes)
+    found = pg.candidates(conn, step.scope, old, new, ctx.runtime.config.procedure_gate)
+    findings, failed = pg.run(gate_fn, old, new, found, similar)
+    reason = "gate_error" if failed else None
+    views = [msgspec.to_builtins(v) for v in finding_views(findings)]
+    new_version = procedure_sql.NewVersion(
+        step.procedure_id,
+        step.scope,
+        "quarantined",
+        body,
+        search_text(current.name, body),
+        parent_id=current.id,
+        reason=step.reason,
+        findings=views,
+        episode_id=step.episode_id,
+    )
+    version = procedure_sql.insert_version(conn, new_version)
+    _store_vector(conn, version.seq, vector)
+    status: Literal["promoted", "quarantined"] = "quarantined" if findings else "promoted"
+    if status == "promoted":
+        procedure_sql.promote(conn, step.scope, version)
+        pg.index(conn, step.scope, new)
+    detail: dict[str, Any] = {
+        "status": status,
+        "findings": views,
+        "gate": ctx.runtime.config.procedure_gate,
+    }
+    if failed:
+        detail["gate_error"] = True
+    log_sql.append(
+        conn,
+        step.scope,
+        step.procedure_id,
+        version.id,
+        "evolved",
+        actor=step.actor,
+        reason=step.reason,
+        detail=detail,
+    )
+    return EvolveProcedureResult(
+        id=step.procedure_id,
+        status=status,
+        version_id=version.id,
+        findings=finding_views(findings),
+        reason=reason,
+    )
+
+
+# -- episodes -----------------------------------------------------------------------------------
+
+
+def record_episode(ctx: OpContext, params: RecordEpisodeParams) -> RecordEpisodeResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    with ctx.runtime.store().writing(ctx.token) as conn:
+        version_id = None
+        if params.procedure_id is not None:
+            version_id = _current(conn, scope, params.procedure_id).id
+        new = log_sql.NewEpisode(
+            scope,
+            params.procedure_id,
+            version_id,
+            params.outcome,
+            params.failed_at_step,
+            params.notes,
+        )
+        episode_id = log_sql.insert_episode(conn, new)
+    return RecordEpisodeResult(id=episode_id)
+
+
+# -- cursors: opaque to clients ------------------------------------------------------------------
+
+
+def encode_cursor(seq: int, prefix: str) -> str:
+    return base64.urlsafe_b64encode(f"{prefix}{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, prefix: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if text.startswith(prefix):
+            seq = int(text[len(prefix) :])
+            if 0 <= seq < 2**63:
+                return seq
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        pass
+    raise InvalidParams("cursor is not one this server issued", path="$.params.cursor")

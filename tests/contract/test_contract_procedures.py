@@ -1,0 +1,192 @@
+"""procedure.* and episode.record through the real process: shapes, behaviour and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from client import Client, Spawn, assert_error
+
+SCOPE = "proj"
+
+
+def steps(*actions: str) -> list[dict[str, str]]:
+    return [{"action": a} for a in actions]
+
+
+@pytest.fixture
+def server(spawn: Spawn, tmp_path: Any) -> Client:
+    return spawn("--embedder", "none", "--reranker", "none")
+
+
+def create(server: Client, name: str, entities: list[str], *actions: str, **kw: Any) -> str:
+    params = {"scope": SCOPE, "name": name, "entity_names": entities, "steps": steps(*actions)}
+    result = server.result("procedure.create", {**params, **kw})
+    assert set(result) == {"id", "version_id"}
+    return str(result["id"])
+
+
+def test_create_get_list_and_search(server: Client) -> None:
+    deploy = create(
+        server,
+        "deploy",
+        ["Postgres"],
+        "push the release",
+        preconditions=["tests pass", {"key": "node", "value": ">= 20"}],
+        outputs=["release notes", {"name": "image", "path": "ghcr.io/x/app", "version": "2"}],
+        aliases=["pg"],
+        trigger="a merge to main",
+    )
+    create(server, "rotate keys", ["Vault"], "rotate the signing keys")
+    got = server.result("procedure.get", {"scope": SCOPE, "id": deploy})["procedure"]
+    assert got["name"] == "deploy" and got["version"] == 1 and got["status"] == "current"
+    assert got["steps"] == [{"action": "push the release", "detail": "", "step": 1}]
+    assert got["preconditions"][1] == {"key": "node", "value": ">= 20"}
+    assert got["outputs"][1]["path"] == "ghcr.io/x/app"
+    listed = server.result("procedure.list", {"scope": SCOPE, "limit": 1})
+    assert len(listed["items"]) == 1 and listed["next_cursor"]
+    found = server.result("procedure.search", {"scope": SCOPE, "query": "signing keys"})
+    assert found["mode"] == "lexical" and found["degraded"]
+    assert [hit["procedure"]["name"] for hit in found["results"]] == ["rotate keys"]
+    assert found["results"][0]["lexical_rank"] == 1
+
+
+def test_evolve_quarantines_then_review_approves(server: Client) -> None:
+    deploy = create(server, "deploy", ["Postgres"], "push the release")
+    seed = create(server, "seed", ["Postgres"], "insert demo rows")
+    evolved = server.result(
+        "procedure.evolve",
+        {
+            "scope": SCOPE,
+            "id": deploy,
+            "reason": "the last push failed on a missing column",
+            "steps": steps("run migrations", "push the release"),
+            "preconditions": ["run migrations before push"],
+        },
+    )
+    assert evolved["status"] == "quarantined" and evolved["reason"] is None
+    (finding,) = evolved["findings"]
+    assert finding["dependent_id"] == seed and finding["pattern"] == "unmet_precondition"
+    assert finding["detail"] and finding["evidence"]
+    still = server.result("procedure.get", {"scope": SCOPE, "id": deploy})["procedure"]
+    assert still["version"] == 1
+    pending = server.result("procedure.review.list", {"scope": SCOPE})["items"]
+    assert [item["revision_id"] for item in pending] == [evolved["version_id"]]
+    decided = server.result(
+        "procedure.review.decide",
+        {
+            "scope": SCOPE,
+            "revision_id": evolved["version_id"],
+            "decision": "approve",
+            "reason": "seed gets migrations too",
+            "actor": "reviewer",
+            "revisions": [
+                {"id": seed, "reason": "migrate first", "steps": steps("run migrations", "seed")}
+            ],
+        },
+    )
+    assert decided["status"] == "current"
+    assert [r["status"] for r in decided["revisions"]] == ["promoted"]
+    now = server.result("procedure.get", {"scope": SCOPE, "id": deploy})["procedure"]
+    assert now["version"] == 2 and now["version_id"] == evolved["version_id"]
+    old = server.result(
+        "procedure.get", {"scope": SCOPE, "id": deploy, "version_id": still["version_id"]}
+    )["procedure"]
+    assert old["status"] == "retired"
+    assert server.result("procedure.review.list", {"scope": SCOPE})["items"] == []
+    audit = server.result("procedure.audit", {"scope": SCOPE, "procedure_id": deploy})["items"]
+    assert [e["event"] for e in audit] == ["created", "evolved", "approved"]
+    assert audit[2]["actor"] == "reviewer" and audit[1]["detail"]["status"] == "quarantined"
+
+
+def test_a_safe_evolve_is_promoted_and_episodes_count(server: Client) -> None:
+    deploy = create(server, "deploy", ["Postgres"], "push the release")
+    episode = server.result(
+        "episode.record",
+        {"scope": SCOPE, "procedure_id": deploy, "outcome": "failure", "failed_at_step": 1},
+    )
+    evolved = server.result(
+        "procedure.evolve",
+        {
+            "scope": SCOPE,
+            "id": deploy,
+            "reason": "tag releases",
+            "steps": steps("push the release", "tag it"),
+            "episode_id": episode["id"],
+        },
+    )
+    assert evolved["status"] == "promoted" and evolved["findings"] == []
+    got = server.result("procedure.get", {"scope": SCOPE, "id": deploy})["procedure"]
+    assert got["failure_count"] == 1 and got["version"] == 2
+
+
+def test_errors_are_typed_and_change_nothing(server: Client) -> None:
+    deploy = create(server, "deploy", ["Postgres"], "push")
+    bad: list[tuple[str, dict[str, Any], int, str | None]] = [
+        ("procedure.create", {"scope": SCOPE, "name": "x", "steps": []}, -32602, "$.params.steps"),
+        ("procedure.create", {"scope": SCOPE, "name": "deploy", "steps": steps("a")}, -32003, None),
+        (
+            "procedure.create",
+            {"scope": SCOPE, "name": "y", "steps": steps("a"), "x": 1},
+            -32602,
+            None,
+        ),
+        ("procedure.get", {"scope": SCOPE, "id": "nope"}, -32002, None),
+        ("procedure.get", {"scope": SCOPE, "id": deploy, "version_id": "nope"}, -32002, None),
+        ("procedure.list", {"scope": SCOPE, "cursor": "garbage"}, -32602, "$.params.cursor"),
+        ("procedure.search", {"scope": SCOPE, "query": ""}, -32602, "$.params.query"),
+        ("procedure.evolve", {"scope": SCOPE, "id": deploy, "reason": "r"}, -32602, None),
+        (
+            "procedure.evolve",
+            {"scope": SCOPE, "id": "nope", "reason": "r", "steps": steps("a")},
+            -32002,
+            None,
+        ),
+        (
+            "procedure.evolve",
+            {"scope": SCOPE, "id": deploy, "steps": steps("a")},
+            -32602,
+            "$.params",
+        ),
+        ("episode.record", {"scope": SCOPE, "outcome": "maybe"}, -32602, "$.params.outcome"),
+        (
+            "episode.record",
+            {"scope": SCOPE, "procedure_id": "nope", "outcome": "success"},
+            -32002,
+            None,
+        ),
+        (
+            "procedure.review.decide",
+            {
+                "scope": SCOPE,
+                "revision_id": "nope",
+                "decision": "approve",
+                "reason": "r",
+                "actor": "a",
+            },
+            -32002,
+            None,
+        ),
+        ("procedure.audit", {"scope": SCOPE, "procedure_id": "nope"}, -32002, None),
+    ]
+    for method, params, code, path in bad:
+        assert_error(server.call(method, params), code, path=path)
+    current = server.result("procedure.get", {"scope": SCOPE, "id": deploy})["procedure"]
+    decide = {
+        "scope": SCOPE,
+        "revision_id": current["version_id"],
+        "decision": "reject",
+        "reason": "r",
+        "actor": "a",
+    }
+    assert_error(server.call("procedure.review.decide", decide), -32003)
+    assert current["version"] == 1
+    assert [e["event"] for e in server.result("procedure.audit", {"scope": SCOPE})["items"]] == [
+        "created"
+    ]
+
+
+def test_scopes_outside_the_allow_list_are_refused(spawn: Spawn) -> None:
+    server = spawn("--scope", "allowed", "--embedder", "none")
+    params = {"scope": "other", "name": "n", "steps": steps("a")}
+    assert_error(server.call("procedure.create", params), -32004)
