@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import memory, search, system
+from memproc.ops import lifecycle, memory, revisions, search, system
 from memproc.ops.context import OpContext
 from memproc.protocol import messages as m
 
@@ -52,6 +52,13 @@ METHODS: tuple[Method, ...] = (
     Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
     Method("memory.search", m.SearchParams, m.SearchResult, search.search),
     Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback),
+    Method("memory.edit", m.EditParams, m.EditResult, revisions.edit),
+    Method("memory.history", m.HistoryParams, m.HistoryResult, revisions.history),
+    Method("memory.challenge", m.ChallengeParams, m.TransitionResult, lifecycle.challenge),
+    Method("memory.resolve", m.ResolveParams, m.TransitionResult, lifecycle.resolve),
+    Method("memory.supersede", m.SupersedeParams, m.TransitionResult, lifecycle.supersede),
+    Method("memory.invalidate", m.InvalidateParams, m.TransitionResult, lifecycle.invalidate),
+    Method("memory.purge", m.PurgeParams, m.PurgeResult, lifecycle.purge),
 )
 
 METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}
