@@ -21,6 +21,13 @@ METHOD_NAMES = {
     "memory.search",
     "memory.remember_batch",
     "memory.feedback",
+    "memory.edit",
+    "memory.history",
+    "memory.challenge",
+    "memory.resolve",
+    "memory.supersede",
+    "memory.invalidate",
+    "memory.purge",
     "evidence.put",
     "evidence.get",
     "evidence.list",
@@ -52,6 +59,11 @@ MEMORY_FIELDS = {
     "created_at",
     "updated_at",
     "occurred_at",
+    "revision",
+    "successor",
+    "challenge",
+    "refs",
+    "rests_on_inactive",
 }
 HIT_FIELDS = {"id", "scope", "kind", "content", "score", "status", "created_at", "tags", "source"}
 HOSTILE_QUERIES = [
@@ -341,7 +353,7 @@ def test_forget_hides_from_get_list_and_search(server: Client) -> None:
     keep = remember(server, "proj", "keep the zebra memory")
     drop = remember(server, "proj", "forget the zebra memory")
     result = server.result("memory.forget", {"scope": "proj", "id": drop, "reason": "outdated"})
-    assert result == {"id": drop, "status": "forgotten", "changed": True}
+    assert result == {"id": drop, "status": "forgotten", "changed": True, "impact": []}
     assert_error(server.call("memory.get", {"scope": "proj", "id": drop}), -32002)
     assert [item["id"] for item in list_all(server, "proj")] == [keep]
     assert search_ids(server, scope="proj", query="zebra") == [keep]
@@ -351,7 +363,7 @@ def test_forget_twice_is_unchanged_and_unknown_is_not_found(server: Client) -> N
     memory_id = remember(server, "proj", "short lived")
     assert server.result("memory.forget", {"scope": "proj", "id": memory_id})["changed"] is True
     again = server.result("memory.forget", {"scope": "proj", "id": memory_id})
-    assert again == {"id": memory_id, "status": "forgotten", "changed": False}
+    assert again == {"id": memory_id, "status": "forgotten", "changed": False, "impact": []}
     missing = server.call("memory.forget", {"scope": "proj", "id": str(uuid.uuid4())})
     assert_error(missing, -32002)
 

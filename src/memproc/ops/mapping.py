@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
-from memproc.protocol.messages import Memory, SearchHit, Source, StageRanks
+from memproc.protocol.messages import (
+    Challenge,
+    InactiveRef,
+    Memory,
+    Revision,
+    SearchHit,
+    Source,
+    StageRanks,
+    StateChange,
+)
 from memproc.store import MemoryRecord
+from memproc.store.annotations import Annotation
+from memproc.store.events import EventRow
+from memproc.store.revisions import RevisionRow
+
+_NO_ANNOTATION = Annotation()
 
 
 def source_dict(source: Source | None) -> dict[str, str]:
@@ -14,7 +30,8 @@ def source_dict(source: Source | None) -> dict[str, str]:
     return {k: v for k, v in msgspec.structs.asdict(source).items() if v is not None}
 
 
-def memory_view(record: MemoryRecord) -> Memory:
+def memory_view(record: MemoryRecord, annotation: Annotation | None = None) -> Memory:
+    annotation = annotation or _NO_ANNOTATION
     return Memory(
         id=record.id,
         scope=record.scope,
@@ -28,10 +45,22 @@ def memory_view(record: MemoryRecord) -> Memory:
         created_at=record.created_at,
         updated_at=record.updated_at,
         occurred_at=record.occurred_at,
+        revision=record.revision,
+        successor=record.superseded_by if record.status == "superseded" else None,
+        challenge=_challenge(record, annotation),
+        refs=list(annotation.refs),
+        rests_on_inactive=_inactive(annotation),
     )
 
 
-def hit_view(record: MemoryRecord, *, score: float, ranks: StageRanks) -> SearchHit:
+def hit_view(
+    record: MemoryRecord,
+    *,
+    score: float,
+    ranks: StageRanks,
+    annotation: Annotation | None = None,
+) -> SearchHit:
+    annotation = annotation or _NO_ANNOTATION
     return SearchHit(
         id=record.id,
         scope=record.scope,
@@ -43,4 +72,43 @@ def hit_view(record: MemoryRecord, *, score: float, ranks: StageRanks) -> Search
         tags=record.tags,
         source=Source(**record.source),
         ranks=ranks,
+        challenge=_challenge(record, annotation),
+        rests_on_inactive=_inactive(annotation),
+    )
+
+
+def _challenge(record: MemoryRecord, annotation: Annotation) -> Challenge | None:
+    event = annotation.challenge
+    if record.status != "challenged" or event is None:
+        return None
+    return Challenge(reason=event.reason, at=event.at, source=_source(event.source))
+
+
+def _inactive(annotation: Annotation) -> list[InactiveRef]:
+    return [InactiveRef(ref=ref, state=state) for ref, state in annotation.rests_on_inactive]  # type: ignore[arg-type]
+
+
+def _source(stored: dict[str, Any]) -> Source:
+    return Source(**stored)
+
+
+def revision_view(row: RevisionRow) -> Revision:
+    return Revision(
+        revision=row.revision,
+        content=row.content,
+        created_at=row.created_at,
+        reason=row.reason,
+        source=_source(row.source),
+    )
+
+
+def change_view(row: EventRow) -> StateChange:
+    return StateChange(
+        at=row.at,
+        action=row.action,
+        previous=row.from_status,  # type: ignore[arg-type]
+        status=row.to_status,  # type: ignore[arg-type]
+        reason=row.reason,
+        source=_source(row.source),
+        successor=row.related,
     )

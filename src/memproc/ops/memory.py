@@ -1,15 +1,18 @@
-"""`memory.*` writes and reads: remember (one or a batch), get, list, forget, feedback."""
+"""`memory.*` writes and reads: remember (one or a batch), get, list, feedback.
+
+The lifecycle (edit, history, challenge, resolve, supersede, invalidate, forget, purge) lives
+in `ops.lifecycle` and `ops.revisions`; citations between memories in `ops.citing`.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 from memproc.errors import InvalidParams, NotFound
+from memproc.lifecycle import HIDDEN
+from memproc.ops import citing, creation, lifecycle
 from memproc.ops.context import OpContext
-from memproc.ops.mapping import memory_view, source_dict
-from memproc.ops.validation import check_content, check_metadata, normalize_time
 from memproc.protocol.messages import (
     FeedbackParams,
     FeedbackResult,
@@ -21,107 +24,38 @@ from memproc.protocol.messages import (
     ListResult,
     RememberBatchParams,
     RememberBatchResult,
-    RememberItem,
     RememberParams,
     RememberResult,
 )
-from memproc.retrieval.indexing import embed_contents
-from memproc.store import NewMemory
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
-from memproc.store.vectors import PendingMemory
 
 
 def remember(ctx: OpContext, params: RememberParams) -> RememberResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
-    return _remember_all(ctx, [_new_memory(ctx, scope, params, "$.params")])[0]
+    new = creation.new_memory(ctx, scope, params, "$.params")
+    return creation.remember_all(ctx, [(new, "$.params")])[0]
 
 
 def remember_batch(ctx: OpContext, params: RememberBatchParams) -> RememberBatchResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
+    paths = [f"$.params.items[{i}]" for i in range(len(params.items))]
     news = [
-        _new_memory(ctx, scope, item, f"$.params.items[{i}]") for i, item in enumerate(params.items)
+        (creation.new_memory(ctx, scope, item, path), path)
+        for item, path in zip(params.items, paths, strict=True)
     ]
-    return RememberBatchResult(results=_remember_all(ctx, news))
-
-
-def _new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> NewMemory:
-    config = ctx.runtime.config
-    check_content(item.content, config.max_content_chars, f"{path}.content")
-    check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
-    if item.context is not None:
-        check_content(item.context, config.max_content_chars, f"{path}.context")
-    return NewMemory(
-        scope=scope,
-        kind=item.kind,
-        content=item.content,
-        tags=list(dict.fromkeys(item.tags)),
-        metadata=item.metadata,
-        source=source_dict(item.source),
-        importance=item.importance,
-        client_token=item.client_token,
-        occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
-        context=item.context,
-    )
-
-
-def _remember_all(ctx: OpContext, news: list[NewMemory]) -> list[RememberResult]:
-    """Store new memories in one transaction, with vectors when an embedder is ready.
-
-    Embedding happens before the write lock is taken (it is the slow part) and only for the
-    memories that are not idempotent replays; the write re-checks, so a concurrent writer of
-    the same memory still yields one row. Without a ready embedder the backfill embeds later.
-    """
-    store = ctx.runtime.store()
-    with store.reading(ctx.token) as conn:
-        fresh = [i for i, new in enumerate(news) if _existing_id(conn, new) is None]
-    index = ctx.runtime.vector_index(wait_s=0.0, required=False)
-    vectors: dict[int, list[bytes]] = {}
-    if index is not None and fresh:
-        keys = list(dict.fromkeys((news[i].content, news[i].context) for i in fresh))
-        computed = embed_contents(index.embedder, [k[0] for k in keys], [k[1] for k in keys])
-        embedded = dict(zip(keys, computed, strict=True))
-        vectors = {i: embedded[(news[i].content, news[i].context)] for i in fresh}
-        index.row()  # registers the embedder (its own short write) before ours begins
-    ctx.token.check()
-    results = []
-    with store.writing(ctx.token) as conn:
-        for i, new in enumerate(news):
-            existing = _existing_id(conn, new)
-            if existing is not None:
-                results.append(RememberResult(id=existing, created=False))
-                continue
-            memory_id, seq = memory_sql.insert(conn, new)
-            if index is not None and i in vectors:
-                pending = PendingMemory(
-                    seq,
-                    new.scope,
-                    new.kind,
-                    new.content,
-                    memory_sql.content_hash(new.content),
-                    new.context,
-                )
-                vector_sql.put_vectors(conn, index.row(), pending, vectors[i])
-            results.append(RememberResult(id=memory_id, created=True))
-    return results
-
-
-def _existing_id(conn: Any, new: NewMemory) -> str | None:
-    """Idempotency: a replayed client_token, or the same live content in the same scope and kind."""
-    if new.client_token is not None:
-        found = memory_sql.find_by_client_token(conn, new.scope, new.client_token)
-        if found is not None:
-            return found
-    return memory_sql.find_live_duplicate(conn, new)
+    return RememberBatchResult(results=creation.remember_all(ctx, news))
 
 
 def get(ctx: OpContext, params: GetParams) -> GetResult:
+    """Any state but the hidden ones, with its state, successor, challenge and refs."""
     scope = ctx.runtime.scopes.resolve(params.scope)
     with ctx.runtime.store().reading(ctx.token) as conn:
         record = memory_sql.get(conn, scope, params.id)
-    if record is None or record.status == "forgotten":
-        raise NotFound("memory not found", id=params.id)
-    return GetResult(memory=memory_view(record))
+        if record is None or record.status in HIDDEN:
+            raise NotFound("memory not found", id=params.id)
+        (view,) = citing.views(conn, [record])
+    return GetResult(memory=view)
 
 
 def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
@@ -131,21 +65,15 @@ def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
         records = memory_sql.list_page(
             conn, scope, kinds=params.kinds, before_seq=before, limit=params.limit + 1
         )
-    page, more = records[: params.limit], len(records) > params.limit
+        page, more = records[: params.limit], len(records) > params.limit
+        items = citing.views(conn, page)
     next_cursor = _encode_cursor(page[-1].seq) if more else None
-    return ListResult(items=[memory_view(r) for r in page], next_cursor=next_cursor)
+    return ListResult(items=items, next_cursor=next_cursor)
 
 
 def forget(ctx: OpContext, params: ForgetParams) -> ForgetResult:
-    scope = ctx.runtime.scopes.resolve(params.scope)
-    with ctx.runtime.store().writing(ctx.token) as conn:
-        record = memory_sql.get(conn, scope, params.id)
-        if record is None:
-            raise NotFound("memory not found", id=params.id)
-        if record.status == "forgotten":
-            return ForgetResult(id=params.id, status="forgotten", changed=False)
-        memory_sql.set_status(conn, record.seq, "forgotten", params.reason)
-    return ForgetResult(id=params.id, status="forgotten", changed=True)
+    """Hide a memory everywhere; a state change like the others, so it lives in ops.lifecycle."""
+    return lifecycle.forget(ctx, params)
 
 
 def feedback(ctx: OpContext, params: FeedbackParams) -> FeedbackResult:
@@ -153,7 +81,7 @@ def feedback(ctx: OpContext, params: FeedbackParams) -> FeedbackResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
     with ctx.runtime.store().writing(ctx.token) as conn:
         record = memory_sql.get(conn, scope, params.id)
-        if record is None or record.status == "forgotten":
+        if record is None or record.status in HIDDEN:
             raise NotFound("memory not found", id=params.id)
         vector_sql.record_access(conn, [record.seq], "feedback", params.used)
     return FeedbackResult(recorded=True)

@@ -29,6 +29,7 @@ from memproc.retrieval.pipeline import Candidate, SearchPlan
 from memproc.retrieval.query import lexical_match
 from memproc.retrieval.timeframe import find_timeframe
 from memproc.store import vectors as vector_sql
+from memproc.store.annotations import Annotation, annotate
 
 
 def search(ctx: OpContext, params: SearchParams) -> SearchResult:
@@ -44,6 +45,8 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
         embedder_row = None if index is None else index.find_row(conn)
         plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector)
         gathered = pipeline.gather(conn, plan)
+        # In the same snapshot as the candidates: challenges and refs no longer active.
+        annotations = annotate(conn, [c.record for c in gathered.candidates.values()])
     candidates = gathered.candidates
     ordered = pipeline.fuse_and_boost(candidates, plan)
     if reranker is not None:
@@ -57,7 +60,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     if params.explain:
         explanation = _explain(plan, gathered, query_text, index, reranker, mode)
     return SearchResult(
-        results=[_hit(c) for c in returned],
+        results=[_hit(c, annotations[c.record.seq]) for c in returned],
         mode=mode,
         degraded=degraded,
         explanation=explanation,
@@ -125,14 +128,16 @@ def _plan(
     )
 
 
-def _hit(candidate: Candidate) -> Any:
+def _hit(candidate: Candidate, annotation: Annotation) -> Any:
     ranks = StageRanks(
         lexical=candidate.lexical_rank,
         dense=candidate.dense_rank,
         fused=candidate.fused_rank,
         rerank=candidate.rerank_rank,
     )
-    return hit_view(candidate.record, score=candidate.final_score, ranks=ranks)
+    return hit_view(
+        candidate.record, score=candidate.final_score, ranks=ranks, annotation=annotation
+    )
 
 
 def _explain(

@@ -12,7 +12,7 @@ import msgspec
 from msgspec import Meta
 
 Kind = Literal["fact", "decision", "error", "preference", "note", "episode"]
-Status = Literal["active", "challenged", "superseded", "invalidated", "forgotten"]
+Status = Literal["active", "challenged", "superseded", "invalidated", "forgotten", "purged"]
 SearchMode = Literal["lexical", "dense", "hybrid"]
 
 Scope = Annotated[
@@ -42,6 +42,14 @@ Timestamp = Annotated[
     ),
 ]
 Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+MemoryRef = Annotated[
+    str,
+    Meta(
+        pattern=r"^memory:\S{1,64}$",
+        description="`memory:<id>`: a memory in the same scope that is not forgotten or purged.",
+    ),
+]
+Refs = Annotated[list[MemoryRef], Meta(max_length=64)]
 
 
 class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -138,6 +146,28 @@ class Source(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     file: ShortText | None = None
 
 
+class Challenge(msgspec.Struct, kw_only=True):
+    """Why a challenged memory is in doubt: the reason, when, and who said so."""
+
+    reason: str | None
+    at: str
+    source: Source
+
+
+class InactiveRef(msgspec.Struct, kw_only=True):
+    """A memory this one cites that is no longer active (`missing`: it does not exist)."""
+
+    ref: str
+    state: Literal["challenged", "superseded", "invalidated", "forgotten", "purged", "missing"]
+
+
+class Impact(msgspec.Struct, kw_only=True):
+    """A record that cites the memory a transition just moved: it rests on it."""
+
+    ref: str
+    reason: str
+
+
 class Memory(msgspec.Struct, kw_only=True):
     id: str
     scope: str
@@ -151,6 +181,11 @@ class Memory(msgspec.Struct, kw_only=True):
     created_at: str
     updated_at: str
     occurred_at: str | None = None
+    revision: int = 1
+    successor: str | None = None
+    challenge: Challenge | None = None
+    refs: list[str] = []
+    rests_on_inactive: list[InactiveRef] = []
 
 
 class RememberItem(Params, kw_only=True):
@@ -173,6 +208,7 @@ class RememberItem(Params, kw_only=True):
         ]
         | None
     ) = None
+    refs: Refs = []
 
 
 class RememberParams(RememberItem, kw_only=True):
@@ -220,12 +256,122 @@ class ForgetParams(Params, kw_only=True):
     scope: Scope | None = None
     id: MemoryId
     reason: Reason | None = None
+    source: Source | None = None
 
 
 class ForgetResult(Result, kw_only=True):
     id: str
     status: Status
     changed: bool
+    impact: list[Impact] = []
+
+
+# -- the memory lifecycle ----------------------------------------------------------------
+
+
+class EditParams(Params, kw_only=True):
+    """A new revision of the content; earlier ones stay readable through memory.history."""
+
+    scope: Scope | None = None
+    id: MemoryId
+    content: Content
+    reason: Reason
+    refs: Refs | None = None  # None keeps the current refs; a list replaces them
+    source: Source | None = None
+
+
+class EditResult(Result, kw_only=True):
+    id: str
+    revision: int
+    changed: bool
+
+
+class HistoryParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+
+
+class Revision(msgspec.Struct, kw_only=True):
+    revision: int
+    content: str
+    created_at: str
+    reason: str | None = None
+    source: Source
+
+
+class StateChange(msgspec.Struct, kw_only=True):
+    at: str
+    action: str
+    previous: Status | None
+    status: Status
+    reason: str | None = None
+    source: Source
+    successor: str | None = None
+
+
+class HistoryResult(Result, kw_only=True):
+    id: str
+    status: Status
+    revisions: list[Revision]
+    changes: list[StateChange]
+
+
+class ChallengeParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+    reason: Reason
+    source: Source | None = None
+
+
+class ResolveParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+    outcome: Literal["upheld", "invalidated"]
+    reason: Reason | None = None
+    source: Source | None = None
+
+
+class SupersedeParams(Params, kw_only=True):
+    """Exactly one of `content` (a new successor of the same kind, in the same scope) and
+    `by` (an existing active memory of the same scope)."""
+
+    scope: Scope | None = None
+    id: MemoryId
+    content: Content | None = None
+    by: MemoryId | None = None
+    reason: Reason | None = None
+    refs: Refs = []  # the new successor's refs (with `content` only)
+    source: Source | None = None
+
+
+class InvalidateParams(Params, kw_only=True):
+    scope: Scope | None = None
+    id: MemoryId
+    reason: Reason
+    source: Source | None = None
+
+
+class PurgeParams(Params, kw_only=True):
+    """Deletes content for good; the reason is kept in the log, so do not quote the secret."""
+
+    scope: Scope | None = None
+    id: MemoryId
+    reason: Reason
+    source: Source | None = None
+
+
+class TransitionResult(Result, kw_only=True):
+    id: str
+    status: Status
+    changed: bool = True
+    impact: list[Impact] = []
+    successor: str | None = None
+
+
+class PurgeResult(TransitionResult, kw_only=True):
+    # False when a concurrent reader kept the WAL from being truncated: page images of the
+    # purged content may stay in the -wal file until the next checkpoint.
+    checkpointed: bool = True
 
 
 class SearchParams(Params, kw_only=True):
@@ -262,6 +408,8 @@ class SearchHit(msgspec.Struct, kw_only=True):
     tags: list[str]
     source: Source
     ranks: StageRanks = msgspec.field(default_factory=StageRanks)
+    challenge: Challenge | None = None
+    rests_on_inactive: list[InactiveRef] = []
 
 
 class ChannelQueries(msgspec.Struct, kw_only=True):

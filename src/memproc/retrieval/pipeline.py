@@ -107,15 +107,21 @@ def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candid
     best: dict[int, float] = {}
     for seq, distance in hits:  # nearest first: the first chunk seen is a memory's best
         best.setdefault(seq, 1.0 - distance)
-    ranked = list(best.items())[: plan.pool]
     records = memory_sql.get_many_by_seq(conn, [seq for seq in best if seq not in out])
+    # Vectors leave with the status change, so this is a second line of defence: a memory
+    # that may not be served (stray vectors: drift) never takes one of the pool's slots; it
+    # is kept, unranked, only so that `explain` can show it was filtered.
+    stray = {seq for seq, r in records.items() if r.status not in SEARCHABLE_STATUSES}
+    # A seq neither in `out` nor in `records` was deleted between the KNN and the fetch.
+    ranked = [
+        (seq, similarity)
+        for seq, similarity in best.items()
+        if seq not in stray and (seq in out or seq in records)
+    ][: plan.pool]
+    for seq in stray:
+        out[seq] = Candidate(record=records[seq])
     for rank, (seq, similarity) in enumerate(ranked, start=1):
-        candidate = out.get(seq)
-        if candidate is None:
-            record = records.get(seq)
-            if record is None:
-                continue  # deleted between the KNN and the fetch
-            candidate = out[seq] = Candidate(record=record)
+        candidate = out.get(seq) or out.setdefault(seq, Candidate(record=records[seq]))
         candidate.dense_rank, candidate.dense_similarity = rank, similarity
     return source
 

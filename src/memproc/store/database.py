@@ -109,6 +109,17 @@ class Store:
                     conn.execute("ROLLBACK")
                 raise
 
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database and truncate it (after a purge, so that no page
+        image of purged content outlives the commit in the -wal file). False when a reader,
+        here or in another process, kept it from completing: the next checkpoint finishes."""
+        with self._write_lock, storage_errors():
+            try:
+                self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+            except apsw.BusyError:
+                return False
+            return True
+
     # -- tests and maintenance -----------------------------------------------------------
 
     def add_tracer(self, tracer: ExecTracer) -> None:

@@ -11,13 +11,20 @@ import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
-from memproc.store import vectors
-from memproc.store.records import SEARCHABLE_STATUSES, MemoryRecord, NewMemory, SearchRow
+from memproc.store import events, revisions, vectors
+from memproc.store.records import (
+    HIDDEN_STATUSES,
+    SEARCHABLE_STATUSES,
+    MemoryRecord,
+    NewMemory,
+    SearchRow,
+)
 
 _COLUMNS = (
     "seq, id, scope, kind, content, tags, metadata, source, importance, status, "
-    "created_at, updated_at, occurred_at"
+    "created_at, updated_at, occurred_at, revision, superseded_by"
 )
+_HIDDEN = orjson.dumps(HIDDEN_STATUSES).decode()
 # FTS5 column weights for bm25(): content, then tags. FTS5 multiplies a column's hit counts by
 # its weight *before* bm25's saturation, so a weight far from 1 distorts bm25 itself; content
 # keeps the standard 1 (SciFact lexical nDCG@10 0.682 against 0.657 with 10).
@@ -30,9 +37,8 @@ def content_hash(content: str) -> str:
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:
-    seq, id_, scope, kind, content, tags, metadata, source, importance, status, c_at, u_at, o_at = (
-        row
-    )
+    seq, id_, scope, kind, content, tags, metadata, source, importance, status = row[:10]
+    c_at, u_at, o_at, revision, superseded_by = row[10:]
     return MemoryRecord(
         seq=seq,
         id=id_,
@@ -47,6 +53,8 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         created_at=c_at,
         updated_at=u_at,
         occurred_at=o_at,
+        revision=revision,
+        superseded_by=superseded_by,
     )
 
 
@@ -74,7 +82,8 @@ def find_live_duplicate(conn: apsw.Connection, new: NewMemory) -> str | None:
 
 
 def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
-    """Insert an active memory; returns its id and seq."""
+    """Insert an active memory with its first revision and its first log entry; returns its
+    id and seq."""
     memory_id = uuid7()
     now = now_rfc3339()
     conn.execute(
@@ -98,7 +107,11 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
             new.context,
         ),
     )
-    return memory_id, conn.last_insert_rowid()
+    seq = conn.last_insert_rowid()
+    digest = content_hash(new.content)
+    revisions.add(conn, seq, 1, new.content, digest, reason=None, source=new.source, at=now)
+    events.record(conn, seq, "remember", None, "active", reason=None, source=new.source, at=now)
+    return memory_id, seq
 
 
 def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | None:
@@ -124,14 +137,16 @@ def list_page(
     before_seq: int | None,
     limit: int,
 ) -> list[MemoryRecord]:
-    """Newest first, excluding forgotten memories; keyset pagination on `seq`."""
+    """Newest first, excluding hidden (forgotten, purged) memories; keyset pagination on `seq`."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE scope = :scope AND status != 'forgotten' "
+        f"SELECT {_COLUMNS} FROM memories WHERE scope = :scope "
+        "AND status NOT IN (SELECT value FROM json_each(:hidden)) "
         "AND (:before IS NULL OR seq < :before) "
         "AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds))) "
         "ORDER BY seq DESC LIMIT :limit",
         {
             "scope": scope,
+            "hidden": _HIDDEN,
             "before": before_seq,
             "kinds": None if kinds is None else orjson.dumps(list(kinds)).decode(),
             "limit": limit,
@@ -148,6 +163,30 @@ def set_status(conn: apsw.Connection, seq: int, status: str, reason: str | None)
     )
     if status not in SEARCHABLE_STATUSES:
         vectors.delete_vectors(conn, seq)
+
+
+def replace_content(conn: apsw.Connection, seq: int, content: str, revision: int) -> None:
+    """Make `content` current (its revision row is written by the caller). FTS follows by
+    trigger; the vectors go stale by content hash, and the backfill or the caller redoes them."""
+    conn.execute(
+        "UPDATE memories SET content = ?, content_sha256 = ?, revision = ?, updated_at = ? "
+        "WHERE seq = ?",
+        (content, content_hash(content), revision, now_rfc3339(), seq),
+    )
+
+
+def set_successor(conn: apsw.Connection, seq: int, successor_id: str) -> None:
+    conn.execute("UPDATE memories SET superseded_by = ? WHERE seq = ?", (successor_id, seq))
+
+
+def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> dict[str, str]:
+    """The status of each of `memory_ids` that exists in `scope` (other scopes' are absent)."""
+    rows = conn.execute(
+        "SELECT id, status FROM memories WHERE scope = ? "
+        "AND id IN (SELECT value FROM json_each(?))",
+        (scope, orjson.dumps(list(memory_ids)).decode()),
+    )
+    return {memory_id: status for memory_id, status in rows}
 
 
 def search_lexical(
@@ -178,3 +217,9 @@ def search_lexical(
         },
     ).fetchall()
     return [SearchRow(record=_record(row[:-1]), bm25=row[-1]) for row in rows]
+
+
+def context_of(conn: apsw.Connection, seq: int) -> str | None:
+    """A memory's context (searched and embedded, never returned, so not in MemoryRecord)."""
+    row = conn.execute("SELECT context FROM memories WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else row[0]

@@ -298,6 +298,47 @@ CREATE TRIGGER procedure_audit_no_delete BEFORE DELETE ON procedure_audit BEGIN
 END;
 """
 
+_LIFECYCLE = """
+-- The memory lifecycle: every revision of a memory's content (the current one stays in
+-- `memories` for FTS and search), the log of every state change, and the successor of a
+-- superseded memory. `revision` counts the revisions; edits never overwrite one in place.
+ALTER TABLE memories ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+
+CREATE TABLE memory_revisions (
+    id             INTEGER PRIMARY KEY,
+    memory_seq     INTEGER NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+    revision       INTEGER NOT NULL CHECK (revision > 0),
+    content        TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    reason         TEXT,
+    source         TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    UNIQUE (memory_seq, revision)
+) STRICT;
+
+CREATE TABLE memory_events (
+    id          INTEGER PRIMARY KEY,
+    memory_seq  INTEGER NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+    at          TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    from_status TEXT,
+    to_status   TEXT NOT NULL,
+    reason      TEXT,
+    source      TEXT NOT NULL,
+    related     TEXT
+) STRICT;
+CREATE INDEX memory_events_by_memory ON memory_events (memory_seq, id);
+
+INSERT INTO memory_revisions (memory_seq, revision, content, content_sha256, source, created_at)
+    SELECT seq, 1, content, content_sha256, source, created_at FROM memories;
+INSERT INTO memory_events (memory_seq, at, action, to_status, source)
+    SELECT seq, created_at, 'remember', 'active', source FROM memories;
+INSERT INTO memory_events (memory_seq, at, action, from_status, to_status, reason, source)
+    SELECT seq, updated_at, 'forget', 'active', status, status_reason, '{}' FROM memories
+    WHERE status = 'forgotten';
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
@@ -305,6 +346,7 @@ MIGRATIONS: tuple[str, ...] = (
     _CITATIONS_V4,
     _EVIDENCE_AND_CHECKPOINTS,
     _PROCEDURES,
+    _LIFECYCLE,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

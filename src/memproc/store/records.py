@@ -6,8 +6,12 @@ from typing import Any
 
 import msgspec
 
-# Statuses a search may serve. Later lifecycle states slot in here, in one place.
-SEARCHABLE_STATUSES = ("active", "challenged")
+from memproc.lifecycle import HIDDEN, SERVED, STATES
+
+# Statuses a search may serve, and statuses hidden from every read: both decided by the state
+# machine in `memproc.lifecycle`, spelt here as tuples for SQL's json_each.
+SEARCHABLE_STATUSES = tuple(state for state in STATES if state in SERVED)
+HIDDEN_STATUSES = tuple(state for state in STATES if state in HIDDEN)
 
 
 class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +28,8 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True):
     created_at: str
     updated_at: str
     occurred_at: str | None = None
+    revision: int = 1
+    superseded_by: str | None = None
 
 
 class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,6 +43,7 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     client_token: str | None
     occurred_at: str | None = None
     context: str | None = None
+    refs: list[str] = msgspec.field(default_factory=list)  # `memory:<id>` it cites
 
 
 class SearchRow(msgspec.Struct, frozen=True):

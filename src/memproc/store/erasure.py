@@ -1,0 +1,36 @@
+"""Purging a memory: removing every byte of its content from the database for good.
+
+A purge is for secrets and personal data, so hiding is not enough. Within the transaction:
+the row becomes a tombstone (same id, scope and kind, status `purged`, empty content, tags,
+metadata, source and context, no client token), its revisions, log, outgoing citations and
+vectors are deleted, and FTS5 is optimized so that no segment still holds its terms (a delete
+in FTS5 only adds a delete marker until segments merge). `secure_delete` (set on every
+connection) zeroes freed pages and cells. After the commit, `Store.checkpoint()` copies the WAL
+into the database and truncates it, so no old page image survives in the -wal file either.
+
+The tombstone keeps an FTS5 document with no terms: FTS5's integrity check (`memproc index
+verify`) requires one per content row, and an empty one holds nothing.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from memproc.store import citations, events, revisions, vectors
+from memproc.store.annotations import memory_ref
+from memproc.store.memories import content_hash
+from memproc.store.records import MemoryRecord
+
+
+def erase(conn: apsw.Connection, record: MemoryRecord, updated_at: str) -> None:
+    vectors.delete_vectors(conn, record.seq)
+    revisions.delete_all(conn, record.seq)
+    events.delete_all(conn, record.seq)
+    citations.remove_citing(conn, record.scope, memory_ref(record.id))
+    conn.execute(
+        "UPDATE memories SET content = '', content_sha256 = ?, tags = '[]', metadata = '{}', "
+        "source = '{}', context = NULL, client_token = NULL, occurred_at = NULL, "
+        "status = 'purged', status_reason = NULL, updated_at = ? WHERE seq = ?",
+        (content_hash(""), updated_at, record.seq),
+    )
+    conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
