@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import orjson
 
 from memproc.errors import InvalidParams
-from memproc.ops.validation import MAX_METADATA_DEPTH, depth
+from memproc.ops.validation import MAX_METADATA_DEPTH, depth, walk_json
 from memproc.protocol.evidence_messages import Outcome, Provenance
 from memproc.store.evidence import EvidenceRow
 
@@ -50,7 +49,7 @@ def sha256_hex(text: str) -> str:
 def check_observation(observation: dict[str, Any], limit: int, path: str) -> None:
     if depth(observation) > MAX_METADATA_DEPTH:
         raise InvalidParams(f"observation nests deeper than {MAX_METADATA_DEPTH} levels", path=path)
-    if not all(_plain(item) for item in _walk(observation)):
+    if not all(_plain(item) for item in walk_json(observation)):
         raise InvalidParams(
             "observation numbers must be finite and integers within 64 bits", path=path
         )
@@ -73,17 +72,6 @@ def intact(row: EvidenceRow) -> Payload | None:
         row.session,
     )
     return payload if agrees else None
-
-
-def _walk(value: Any) -> Iterator[Any]:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        yield item
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
 
 
 def _plain(item: Any) -> bool:

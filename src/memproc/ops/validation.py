@@ -27,7 +27,7 @@ def check_content(content: str, limit: int, path: str = "$.params.content") -> N
 def check_metadata(metadata: dict[str, Any], limit: int, path: str = "$.params.metadata") -> None:
     if depth(metadata) > MAX_METADATA_DEPTH:
         raise InvalidParams(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels", path=path)
-    if not all(_finite(item) for item in _walk(metadata)):
+    if not all(_finite(item) for item in walk_json(metadata)):
         # JSON has no infinity, yet a Python caller can pass one; it would be stored as null.
         raise InvalidParams("metadata numbers must be finite", path=path)
     if len(orjson.dumps(metadata)) > limit:
@@ -47,7 +47,7 @@ def normalize_time(value: str | None, path: str) -> str | None:
     return format_ms(epoch_ms)
 
 
-def _walk(value: Any) -> Iterator[Any]:
+def walk_json(value: Any) -> Iterator[Any]:
     """Every value nested in a JSON value, without recursion."""
     stack = [value]
     while stack:
