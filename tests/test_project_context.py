@@ -14,8 +14,9 @@ from evidencekit import DAY_MS, ago, file_bytes, file_ref, put, remember, set_st
 from memproc.ops import checkpoint as checkpoint_ops
 from memproc.ops import evidence as evidence_ops
 from memproc.ops import memory as memory_ops
-from memproc.ops import project_context
+from memproc.ops import procedure_review, procedures, project_context
 from memproc.ops.context import OpContext
+from memproc.protocol import procedure_messages as pm
 from memproc.protocol.checkpoint_messages import (
     CheckpointGetParams,
     CheckpointListParams,
@@ -145,6 +146,69 @@ def test_only_eligible_evidence_is_served_each_with_its_state(ctx: OpContext) ->
     ]
 
 
+def create_procedure(ctx: OpContext, name: str, steps: list[str], scope: str = "s") -> str:
+    params = msgspec.convert(
+        {
+            "scope": scope,
+            "name": name,
+            "entity_names": ["Postgres"],
+            "steps": [{"action": s} for s in steps],
+        },
+        pm.CreateProcedureParams,
+    )
+    return procedures.create(ctx, params).id
+
+
+def quarantine(ctx: OpContext, procedure_id: str, step: str, scope: str = "s") -> str:
+    """A revision of `procedure_id` the gate quarantines (the gate fails, so it fails closed)."""
+    params = msgspec.convert(
+        {"scope": scope, "id": procedure_id, "reason": "r", "steps": [{"action": step}]},
+        pm.EvolveProcedureParams,
+    )
+
+    def broken(*args: Any) -> list[Any]:
+        raise RuntimeError("gate down")
+
+    result = procedures.evolve_with(ctx, params, broken)
+    assert result.status == "quarantined"
+    return result.version_id
+
+
+def evolve_procedure(ctx: OpContext, procedure_id: str, step: str) -> pm.EvolveProcedureResult:
+    params = msgspec.convert(
+        {"scope": "s", "id": procedure_id, "reason": "r", "steps": [{"action": step}]},
+        pm.EvolveProcedureParams,
+    )
+    return procedures.evolve(ctx, params)
+
+
+def test_procedures_are_their_current_versions_only(ctx: OpContext) -> None:
+    deploy = create_procedure(ctx, "deploy", ["push the release"])
+    backup = create_procedure(ctx, "backup", ["dump the database"])
+    promoted = evolve_procedure(ctx, deploy, "push the release and tag it")
+    assert promoted.status == "promoted"  # version 1 is retired now
+    held = quarantine(ctx, backup, "quarantined step text")
+    rejected = quarantine(ctx, deploy, "rejected step text")
+    procedure_review.review_decide(
+        ctx,
+        pm.ReviewDecideParams(
+            scope="s", revision_id=rejected, decision="reject", reason="no", actor="me"
+        ),
+    )
+    items = section(context(ctx), "procedures").items
+    assert [(p.id, p.version, p.version_id) for p in items] == [  # type: ignore[union-attr]
+        (deploy, 2, promoted.version_id),
+        (backup, 1, items[1].version_id),  # type: ignore[union-attr]
+    ]
+    assert held not in {p.version_id for p in items}  # type: ignore[union-attr]
+    served = msgspec.json.encode(section(context(ctx), "procedures"))
+    for absent in (b"quarantined step text", b"rejected step text", b'"push the release"'):
+        assert absent not in served
+    assert [s.action for s in items[0].steps] == ["push the release and tag it"]  # type: ignore[union-attr]
+    assert b'"type":"procedure"' in served
+    assert item_ids(context(ctx, scope="other"), "procedures") == []
+
+
 def test_tampered_evidence_is_left_out(ctx: OpContext) -> None:
     put(ctx, "sealed")
     with ctx.runtime.store().writing() as conn:
@@ -224,10 +288,15 @@ def test_reads_leave_the_database_files_byte_identical(
     remember(ctx, "a decision", scope=scope, kind="decision")
     put(ctx, scope=scope, source_refs=[f"memory:{fact}", file_ref(project / "a.py", "a.py")])
     save(ctx, "t", "where we are", scope=scope)
+    deploy = create_procedure(ctx, "deploy", ["push the release"], scope=scope)
+    held = quarantine(ctx, deploy, "held for review", scope=scope)
     before = file_bytes(db)
     assert before["-wal"], "the writes are still in the WAL, so it is compared too"
     for params in (ContextGetParams(scope=scope), ContextGetParams(scope=scope, task="t")):
-        project_context.get(ctx, params)
+        served = project_context.get(ctx, params)
+        (procedure,) = section(served, "procedures").items
+        assert (procedure.id, procedure.version) == (deploy, 1)  # type: ignore[union-attr]
+        assert held not in msgspec.json.encode(served).decode()
     evidence_ops.get(ctx, EvidenceGetParams(scope=scope, evidence_id="e1", check_files=True))
     evidence_ops.list_evidence(ctx, EvidenceListParams(scope=scope, check_files=True))
     checkpoint_ops.get(ctx, CheckpointGetParams(scope=scope, task="t"))

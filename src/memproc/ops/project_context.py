@@ -19,6 +19,7 @@ from memproc.clock import format_ms, now_ms
 from memproc.ops.checkpoint import checkpoint_view
 from memproc.ops.context import OpContext
 from memproc.ops.evidence_state import Judge
+from memproc.ops.procedure_views import version_view
 from memproc.protocol.context_messages import (
     ContextCheckpoint,
     ContextEvidence,
@@ -26,10 +27,12 @@ from memproc.protocol.context_messages import (
     ContextGetResult,
     ContextItem,
     ContextMemory,
+    ContextProcedure,
     ContextSection,
 )
 from memproc.store import checkpoints as checkpoint_sql
 from memproc.store import evidence as evidence_sql
+from memproc.store import procedures as procedure_sql
 from memproc.store import project_context as context_sql
 from memproc.store.project_context import Order
 from memproc.store.records import MemoryRecord
@@ -130,8 +133,11 @@ def memories_of(kind: str, order: Order) -> SectionBuilder:
 
 
 def procedures(reading: Reading) -> Candidates:
-    """Current procedures: none until the procedure family lands; its builder goes here."""
-    return Candidates(items=[])
+    """Current procedure versions only (one per procedure), oldest procedure first: a
+    quarantined revision waits for review and a retired or rejected one is history."""
+    records = procedure_sql.current_procedures(reading.conn, reading.scope)
+    items: list[ContextItem] = [_procedure_item(r) for r in records[:WINDOW]]
+    return Candidates(items=items, beyond_window=max(0, len(records) - WINDOW))
 
 
 def evidence(reading: Reading) -> Candidates:
@@ -181,6 +187,23 @@ SECTIONS: tuple[tuple[str, SectionBuilder], ...] = (
 
 def _checkpoint_item(row: checkpoint_sql.CheckpointRow) -> ContextCheckpoint:
     return ContextCheckpoint(**msgspec.structs.asdict(checkpoint_view(row)))
+
+
+def _procedure_item(record: procedure_sql.VersionRecord) -> ContextProcedure:
+    view = version_view(record)
+    return ContextProcedure(
+        id=view.id,
+        name=view.name,
+        version=view.version,
+        version_id=view.version_id,
+        steps=view.steps,
+        preconditions=view.preconditions,
+        outputs=view.outputs,
+        entity_names=view.entity_names,
+        trigger=view.trigger,
+        success_count=view.success_count,
+        failure_count=view.failure_count,
+    )
 
 
 def _memory_item(record: MemoryRecord) -> ContextMemory:
