@@ -10,8 +10,10 @@ import msgspec
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, MemprocError, NotFound
-from memproc.ops import procedure_review, procedures
+from memproc.ops import lifecycle, procedure_review, procedures
+from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
+from memproc.protocol import messages as m
 from memproc.protocol import procedure_messages as pm
 from memproc.store import citations
 from memproc.store import procedures as procedure_sql
@@ -215,6 +217,43 @@ def test_references_are_cited_and_make_candidates(ctx: OpContext) -> None:
         assert citations.citing(conn, SCOPE, f"procedure:{build}") == [f"procedure:{ship}"]
     result = evolve(ctx, build, steps=["bazel build //..."], preconditions=["warm the cache"])
     assert [f.dependent_id for f in result.findings] == [ship]
+
+
+def remember(ctx: OpContext, content: str, scope: str = SCOPE) -> str:
+    params = m.RememberParams(scope=scope, kind="fact", content=content)
+    return memory_ops.remember(ctx, params).id
+
+
+def test_memory_refs_are_cited_so_the_memorys_impact_names_the_procedure(
+    ctx: OpContext,
+) -> None:
+    port, host = remember(ctx, "the API listens on 8080"), remember(ctx, "the API host is api1")
+    start = create(ctx, "start", ["API"], ["curl the API"], refs=[f"memory:{port}"])
+    got = procedures.get(ctx, pm.GetProcedureParams(scope=SCOPE, id=start)).procedure
+    assert got.refs == [f"memory:{port}"]
+    invalidated = lifecycle.invalidate(
+        ctx, m.InvalidateParams(scope=SCOPE, id=port, reason="moved to 9090")
+    )
+    assert [i.ref for i in invalidated.impact] == [f"procedure:{start}"]
+    assert evolve(ctx, start, refs=[f"memory:{host}"]).status == "promoted"
+    with ctx.runtime.store().reading() as conn:  # the current version's refs replace the old
+        assert citations.cited_by(conn, SCOPE, f"procedure:{start}") == [f"memory:{host}"]
+    superseded = lifecycle.supersede(
+        ctx, m.SupersedeParams(scope=SCOPE, id=host, content="the API host is api2")
+    )
+    assert [i.ref for i in superseded.impact] == [f"procedure:{start}"]
+
+
+def test_memory_refs_must_name_visible_memories_of_the_scope(ctx: OpContext) -> None:
+    elsewhere = remember(ctx, "a fact of another scope", scope="other")
+    for refs in ([f"memory:{elsewhere}"], ["memory:missing"]):
+        with pytest.raises(InvalidParams) as raised:
+            create(ctx, "linked", [], ["x"], refs=refs)
+        assert raised.value.wire_data()["path"] == "$.params.refs[0]"
+    deploy = create(ctx, "deploy", [], ["push"])
+    with pytest.raises(InvalidParams):
+        evolve(ctx, deploy, refs=[f"memory:{elsewhere}"])
+    assert statuses(ctx, deploy) == ["current"]
 
 
 def test_episodes_count_outcomes(ctx: OpContext, pair: tuple[str, str]) -> None:

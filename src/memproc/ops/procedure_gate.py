@@ -106,11 +106,16 @@ def run(
         return [failure], True
 
 
-def index(conn: apsw.Connection, scope: str, procedure: gate.Procedure) -> None:
-    """File a procedure that became current under its keys and references."""
+def index(
+    conn: apsw.Connection, scope: str, procedure: gate.Procedure, memory_refs: Sequence[str]
+) -> None:
+    """File a procedure that became current under its keys, the procedures it references and
+    the memories it rests on (`memory:<id>`), so a memory leaving `active` names it in its
+    impact. Only the current version's citations count: a quarantined one cites nothing yet."""
     procedure_sql.replace_keys(conn, scope, procedure.id, gate.index_keys(procedure))
     citations.remove_citing(conn, scope, ref(procedure.id))
-    citations.add(conn, scope, ref(procedure.id), [ref(r) for r in procedure.references])
+    cited = [ref(r) for r in procedure.references] + list(memory_refs)
+    citations.add(conn, scope, ref(procedure.id), cited)
 
 
 def similarity(

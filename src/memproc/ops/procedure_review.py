@@ -80,7 +80,7 @@ def review_decide(ctx: OpContext, params: ReviewDecideParams) -> ReviewDecideRes
         )
         if status == "current":
             procedure_sql.promote(conn, scope, record)
-            pg.index(conn, scope, pg.of_record(record))
+            pg.index(conn, scope, pg.of_record(record), record.body.get("refs", []))
         else:
             procedure_sql.set_status(conn, record.id, "rejected")
         log_sql.append(

@@ -35,6 +35,7 @@ def version_view(record: VersionRecord) -> ProcedureView:
             "created_at": record.created_at,
             "reason": record.reason,
             "findings": record.findings,
+            "refs": record.body.get("refs", []),
         },
         ProcedureView,
     )

@@ -15,6 +15,7 @@ import apsw
 import msgspec
 
 from memproc.errors import Conflict, InvalidParams, NotFound
+from memproc.ops import citing
 from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views, version_view
@@ -42,6 +43,7 @@ BODY_FIELDS = (
     "aliases",
     "trigger",
     "references",
+    "refs",
 )
 
 
@@ -84,21 +86,24 @@ def create(ctx: OpContext, params: CreateProcedureParams) -> CreateProcedureResu
     with ctx.runtime.store().writing(ctx.token) as conn:
         if procedure_sql.find_id_by_name(conn, scope, params.name) is not None:
             raise Conflict("a procedure with this name exists in the scope", field="name")
-        _check_references(conn, scope, body.get("references", []), "$.params.references")
+        _check_references(conn, scope, body, "$.params")
         procedure_id = procedure_sql.insert_procedure(conn, scope, params.name)
         new = procedure_sql.NewVersion(procedure_id, scope, "quarantined", body, text)
         version = procedure_sql.insert_version(conn, new)
         procedure_sql.promote(conn, scope, version)
-        pg.index(conn, scope, pg.gate_procedure(procedure_id, params.name, body))
+        pg.index(conn, scope, pg.gate_procedure(procedure_id, params.name, body), params.refs)
         _store_vector(conn, version.seq, vector)
         log_sql.append(conn, scope, procedure_id, version.id, "created")
     return CreateProcedureResult(id=procedure_id, version_id=version.id)
 
 
-def _check_references(conn: apsw.Connection, scope: str, refs: list[str], path: str) -> None:
-    for i, procedure_id in enumerate(refs):
+def _check_references(conn: apsw.Connection, scope: str, fields: dict[str, Any], path: str) -> None:
+    """`references` name procedures of the scope; `refs` name visible memories of the scope
+    (so a citation never crosses scopes)."""
+    for i, procedure_id in enumerate(fields.get("references", [])):
         if not procedure_sql.exists(conn, scope, procedure_id):
-            raise NotFound("referenced procedure not found", path=f"{path}[{i}]")
+            raise NotFound("referenced procedure not found", path=f"{path}.references[{i}]")
+    citing.check_refs(conn, scope, fields.get("refs", []), f"{path}.refs")
 
 
 def _store_vector(conn: apsw.Connection, seq: int, vector: tuple[str, bytes] | None) -> None:
@@ -155,7 +160,7 @@ def evolve_with(
     with store.writing(ctx.token) as conn:
         if params.episode_id and not log_sql.episode_exists(conn, scope, params.episode_id):
             raise NotFound("episode not found", path="$.params.episode_id")
-        _check_references(conn, scope, changes.get("references", []), "$.params.references")
+        _check_references(conn, scope, changes, "$.params")
         step = Revision(scope, params.id, changes, params.reason, params.episode_id)
         return apply_revision(ctx, conn, step, gate_fn, similar, vector=vector)
 
@@ -212,7 +217,7 @@ def apply_revision(
     status: Literal["promoted", "quarantined"] = "quarantined" if findings else "promoted"
     if status == "promoted":
         procedure_sql.promote(conn, step.scope, version)
-        pg.index(conn, step.scope, new)
+        pg.index(conn, step.scope, new, body.get("refs", []))
     detail: dict[str, Any] = {
         "status": status,
         "findings": views,

@@ -12,7 +12,16 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from memproc.protocol.messages import Cursor, MemoryId, Params, Reason, Result, Scope, ShortText
+from memproc.protocol.messages import (
+    Cursor,
+    MemoryId,
+    Params,
+    Reason,
+    Refs,
+    Result,
+    Scope,
+    ShortText,
+)
 
 ProcedureId = MemoryId
 Name = Annotated[str, Meta(min_length=1, max_length=256)]
@@ -83,6 +92,7 @@ class ProcedureView(msgspec.Struct, kw_only=True):
     created_at: str
     reason: str | None = None
     findings: list[Finding] = []
+    refs: list[str] = []
 
 
 class CreateProcedureParams(Params, kw_only=True):
@@ -95,6 +105,7 @@ class CreateProcedureParams(Params, kw_only=True):
     aliases: EntityNames = msgspec.field(default_factory=list)
     trigger: StepText | None = None
     references: References = msgspec.field(default_factory=list)
+    refs: Refs = msgspec.field(default_factory=list)
 
 
 class CreateProcedureResult(Result, kw_only=True):
@@ -155,6 +166,7 @@ class EvolveProcedureParams(Params, kw_only=True):
     aliases: EntityNames | None = None
     trigger: StepText | None = None
     references: References | None = None
+    refs: Refs | None = None  # None keeps the current refs; a list replaces them
     episode_id: ProcedureId | None = None
 
 
