@@ -6,7 +6,9 @@ The operations are a registry (`OPERATIONS`): each takes a context and a `Draw` 
 target id drawn from every id either scope has, refs drawn likewise, a word) and calls one
 handler. Another operation family joins the test by adding its entries; the invariants are
 generic: a refused scope changes nothing, and nothing returned or raised through the
-restricted process mentions an id or a word of the other scope.
+restricted process mentions an id or a word of the other scope. Evidence, checkpoints, the
+project context and procedures are in the registry; evidence and procedure ids are drawn from
+their own pools, and ids are made with the scope's name in them so a leak shows.
 """
 
 from __future__ import annotations
@@ -23,11 +25,17 @@ from hypothesis import strategies as st
 
 from memproc.config import Config
 from memproc.errors import InvalidParams, MemprocError, PermissionDenied
-from memproc.ops import lifecycle, revisions
+from memproc.ops import checkpoint as checkpoint_ops
+from memproc.ops import evidence as evidence_ops
+from memproc.ops import lifecycle, procedure_search, procedures, project_context, revisions
 from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.protocol import checkpoint_messages as cm
+from memproc.protocol import context_messages as xm
+from memproc.protocol import evidence_messages as em
 from memproc.protocol import messages as m
+from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
 from memproc.store import citations
 
@@ -42,6 +50,51 @@ class Draw:
     refs: list[str]
     word: str
     serial: int  # makes contents unique, so remembers are not idempotent replays
+    evidence: str = "none"  # an evidence id drawn from every one either scope has
+    procedure: str = "none"  # a procedure id drawn likewise
+
+
+def _evidence(d: Draw) -> em.EvidencePutParams:
+    return msgspec.convert(
+        {
+            "scope": d.scope,
+            "evidence_id": f"{d.scope}-e{d.serial}",
+            "claim": _text(d),
+            "outcome": "supported",
+            "observation": {"said": _text(d)},
+            "provenance": {"producer": "p", "check_type": "c"},
+            "observed_at": "2026-01-01T00:00:00Z",
+            "source_refs": [*d.refs, f"evidence:{d.evidence}"],
+        },
+        em.EvidencePutParams,
+    )
+
+
+def _procedure(d: Draw) -> pm.CreateProcedureParams:
+    return msgspec.convert(
+        {
+            "scope": d.scope,
+            "name": f"{d.scope}-procedure-{d.serial}",
+            "steps": [{"action": f"deploy {_text(d)}"}],
+            "entity_names": [d.word],
+            "refs": d.refs,
+        },
+        pm.CreateProcedureParams,
+    )
+
+
+def _evolve(d: Draw) -> pm.EvolveProcedureParams:
+    return msgspec.convert(
+        {
+            "scope": d.scope,
+            "id": d.procedure,
+            "reason": "r",
+            "steps": [{"action": f"deploy {_text(d)}"}],
+            "preconditions": [f"{d.word} migrations ran"],
+            "refs": d.refs,
+        },
+        pm.EvolveProcedureParams,
+    )
 
 
 def _text(draw: Draw) -> str:
@@ -84,7 +137,42 @@ OPERATIONS: dict[str, Callable[[OpContext, Draw], Any]] = {
     "purge": lambda ctx, d: lifecycle.purge(
         ctx, m.PurgeParams(scope=d.scope, id=d.target, reason="r")
     ),
+    "evidence_put": lambda ctx, d: evidence_ops.put(ctx, _evidence(d)),
+    "evidence_get": lambda ctx, d: evidence_ops.get(
+        ctx, em.EvidenceGetParams(scope=d.scope, evidence_id=d.evidence)
+    ),
+    "evidence_list": lambda ctx, d: evidence_ops.list_evidence(
+        ctx, em.EvidenceListParams(scope=d.scope)
+    ),
+    "checkpoint_save": lambda ctx, d: checkpoint_ops.save(
+        ctx, cm.CheckpointSaveParams(scope=d.scope, task=d.word, summary=_text(d))
+    ),
+    "checkpoint_get": lambda ctx, d: checkpoint_ops.get(
+        ctx, cm.CheckpointGetParams(scope=d.scope, task=d.word)
+    ),
+    "checkpoint_list": lambda ctx, d: checkpoint_ops.list_checkpoints(
+        ctx, cm.CheckpointListParams(scope=d.scope)
+    ),
+    "checkpoint_clear": lambda ctx, d: checkpoint_ops.clear(
+        ctx, cm.CheckpointClearParams(scope=d.scope, task=d.word)
+    ),
+    "context": lambda ctx, d: project_context.get(ctx, xm.ContextGetParams(scope=d.scope)),
+    "procedure_create": lambda ctx, d: procedures.create(ctx, _procedure(d)),
+    "procedure_get": lambda ctx, d: procedures.get(
+        ctx, pm.GetProcedureParams(scope=d.scope, id=d.procedure)
+    ),
+    "procedure_list": lambda ctx, d: procedures.list_procedures(
+        ctx, pm.ListProceduresParams(scope=d.scope)
+    ),
+    "procedure_search": lambda ctx, d: procedure_search.search(
+        ctx, pm.SearchProceduresParams(scope=d.scope, query=f"deploy secret {d.word}")
+    ),
+    "procedure_evolve": lambda ctx, d: procedures.evolve(ctx, _evolve(d)),
 }
+# Operations whose results are records of other families: they add to those pools, not to
+# the memory ids.
+EVIDENCE_WRITERS = ("evidence_put",)
+PROCEDURE_WRITERS = ("procedure_create", "procedure_evolve")
 
 
 def _other_family_cites(ctx: OpContext, d: Draw) -> Any:
@@ -119,10 +207,15 @@ class World:
     admin: Runtime  # no allow-list: the other processes sharing the file
     restricted: Runtime  # --scope mine
     ids: dict[str, list[str]] = field(default_factory=lambda: {MINE: [], THEIRS: []})
+    evidence: dict[str, list[str]] = field(default_factory=lambda: {MINE: [], THEIRS: []})
+    procedures: dict[str, list[str]] = field(default_factory=lambda: {MINE: [], THEIRS: []})
     serial: int = 0
+    supplied: set[str] = field(default_factory=set)  # ids of theirs cited by our records
 
     def draw(self, scope: str, target: int, refs: list[int], word: str) -> Draw:
         everyone = self.ids[MINE] + self.ids[THEIRS] or ["none"]
+        all_evidence = self.evidence[MINE] + self.evidence[THEIRS] or ["none"]
+        all_procedures = self.procedures[MINE] + self.procedures[THEIRS] or ["none"]
         self.serial += 1
         return Draw(
             scope=scope,
@@ -130,15 +223,24 @@ class World:
             refs=list(dict.fromkeys(f"memory:{everyone[r % len(everyone)]}" for r in refs)),
             word=word,
             serial=self.serial,
+            evidence=all_evidence[target % len(all_evidence)],
+            procedure=all_procedures[target % len(all_procedures)],
         )
 
     def scope_of(self, memory_id: str) -> str | None:
         return next((s for s, ids in self.ids.items() if memory_id in ids), None)
 
-    def learn(self, scope: str, result: Any) -> None:
+    def learn(self, scope: str, result: Any, name: str = "remember") -> None:
+        if name in EVIDENCE_WRITERS:
+            self.evidence[scope].append(result.evidence.evidence_id)
+            return
+        pools = self.procedures if name in PROCEDURE_WRITERS else self.ids
         for new_id in (getattr(result, "id", None), getattr(result, "successor", None)):
-            if new_id and self.scope_of(new_id) is None:
-                self.ids[scope].append(new_id)
+            if new_id and all(new_id not in ids for ids in pools.values()):
+                pools[scope].append(new_id)
+
+    def theirs(self) -> list[str]:
+        return self.ids[THEIRS] + self.evidence[THEIRS] + self.procedures[THEIRS]
 
 
 def rows_of(runtime: Runtime, scope: str) -> list[Any]:
@@ -153,11 +255,55 @@ def rows_of(runtime: Runtime, scope: str) -> list[Any]:
             list(conn.execute(f"SELECT * FROM memory_events WHERE memory_seq IN {seqs}", (scope,))),
             list(conn.execute("SELECT * FROM citations WHERE scope = ? ORDER BY 2, 3", (scope,))),
             list(conn.execute(f"SELECT * FROM memories_fts_docsize WHERE id IN {seqs}", (scope,))),
+            *(
+                list(conn.execute(f"SELECT * FROM {table} WHERE scope = ? ORDER BY 1", (scope,)))
+                for table in SCOPED_TABLES
+            ),
         ]
 
 
+# The other families' tables, each with a scope column.
+SCOPED_TABLES = (
+    "evidence",
+    "checkpoints",
+    "procedures",
+    "procedure_versions",
+    "procedure_keys",
+    "procedure_audit",
+)
+
+
 def mentions_theirs(world: World, payload: bytes) -> bool:
-    return b"theirs" in payload or any(i.encode() in payload for i in world.ids[THEIRS])
+    return b"theirs" in payload or any(i.encode() in payload for i in world.theirs())
+
+
+def foreign_refs_are_missing(world: World, result: Any) -> None:
+    """A record of ours may cite an id of theirs (evidence.put does not refuse a ref it cannot
+    see): reading it back may repeat the ref, but must say no more than `source_missing`."""
+    found: list[dict[str, Any]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("ref"), str) and "reason" in value:
+                found.append(value)
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(msgspec.to_builtins(result))
+    for problem in found:
+        ref = problem["ref"].partition(":")[2]
+        if ref in world.theirs():
+            assert problem["reason"] == "source_missing", problem
+
+
+def without_own_refs(world: World, payload: bytes) -> bytes:
+    """The payload less the refs to their ids that our own records hold (our own input)."""
+    for ref in sorted(world.supplied, key=len, reverse=True):
+        payload = payload.replace(ref.encode(), b"")
+    return payload
 
 
 def restricted_step(world: World, name: str, draw: Draw) -> None:
@@ -174,13 +320,18 @@ def restricted_step(world: World, name: str, draw: Draw) -> None:
     except MemprocError as exc:
         assert draw.scope == MINE, f"{name} in {THEIRS} was not refused"
         payload = msgspec.json.encode([exc.message, exc.wire_data()])
-        for given_id in [draw.target, *(ref[7:] for ref in draw.refs)]:
+        given = [draw.target, draw.evidence, draw.procedure, *(ref[7:] for ref in draw.refs)]
+        for given_id in given:
             payload = payload.replace(given_id.encode(), b"")  # echoing the caller's own input
         assert not mentions_theirs(world, payload), name
     else:
         assert draw.scope == MINE, f"{name} in {THEIRS} was not refused"
-        assert not mentions_theirs(world, msgspec.json.encode(result)), name
-        world.learn(MINE, result)
+        if name in EVIDENCE_WRITERS:
+            world.supplied |= {r.partition(":")[2] for r in result.evidence.source_refs}
+        foreign_refs_are_missing(world, result)
+        payload = without_own_refs(world, msgspec.json.encode(result))
+        assert not mentions_theirs(world, payload), name
+        world.learn(MINE, result, name)
     assert rows_of(world.admin, THEIRS) == before, f"{name} in {MINE} changed {THEIRS}"
 
 
@@ -192,11 +343,13 @@ def admin_step(world: World, name: str, draw: Draw) -> None:
     except MemprocError:
         return
     foreign = [r for r in draw.refs if world.scope_of(r[7:]) not in (draw.scope, None)]
-    if name in ("remember", "supersede", "edit") and draw.refs:
+    if name in ("remember", "supersede", "edit", *PROCEDURE_WRITERS) and draw.refs:
         assert not foreign, f"{name} in {draw.scope} accepted a ref to another scope"
     if name == "supersede_by":
         assert world.scope_of(result.successor) == draw.scope
-    world.learn(draw.scope, result)
+    if name in EVIDENCE_WRITERS and draw.scope == MINE:
+        world.supplied |= {r.partition(":")[2] for r in result.evidence.source_refs}
+    world.learn(draw.scope, result, name)
 
 
 def seed(world: World) -> None:
@@ -211,6 +364,11 @@ def seed(world: World) -> None:
     for serial, memory_id in enumerate(world.ids[MINE]):  # the other scope cites ours
         draw = Draw(scope=THEIRS, target=memory_id, refs=[], word="", serial=serial)
         _other_family_cites(OpContext(world.admin), draw)
+    for scope in (MINE, THEIRS):  # evidence, a procedure and a checkpoint on each side
+        for name in ("evidence_put", "procedure_create", "checkpoint_save"):
+            refs = [f"memory:{world.ids[scope][0]}"]
+            draw = Draw(scope=scope, target="", refs=refs, word=WORDS[0], serial=100)
+            world.learn(scope, OPERATIONS[name](OpContext(world.admin), draw), name)
 
 
 def no_citation_crosses_scopes(runtime: Runtime) -> None:
