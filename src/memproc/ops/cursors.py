@@ -1,7 +1,7 @@
 """Opaque page cursors: a position in a table's `seq` order, tagged with the family it is for.
 
 The tag makes a cursor from one method fail cleanly on another instead of paging somewhere
-unrelated. (memory.list keeps its own copy of this scheme with the `m1:` tag.)
+unrelated. Every listing method pages through this one scheme.
 """
 
 from __future__ import annotations

@@ -6,12 +6,9 @@ in `ops.lifecycle` and `ops.revisions`; citations between memories in `ops.citin
 
 from __future__ import annotations
 
-import base64
-import binascii
-
-from memproc.errors import InvalidParams, NotFound
+from memproc.errors import NotFound
 from memproc.lifecycle import HIDDEN
-from memproc.ops import citing, creation, lifecycle
+from memproc.ops import citing, creation, cursors, lifecycle
 from memproc.ops.context import OpContext
 from memproc.protocol.messages import (
     FeedbackParams,
@@ -29,6 +26,8 @@ from memproc.protocol.messages import (
 )
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
+
+CURSOR_TAG = "m1"
 
 
 def remember(ctx: OpContext, params: RememberParams) -> RememberResult:
@@ -60,14 +59,14 @@ def get(ctx: OpContext, params: GetParams) -> GetResult:
 
 def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
-    before = None if params.cursor is None else _decode_cursor(params.cursor)
+    before = cursors.decode(CURSOR_TAG, params.cursor)
     with ctx.runtime.store().reading(ctx.token) as conn:
         records = memory_sql.list_page(
             conn, scope, kinds=params.kinds, before_seq=before, limit=params.limit + 1
         )
         page, more = records[: params.limit], len(records) > params.limit
         items = citing.views(conn, page)
-    next_cursor = _encode_cursor(page[-1].seq) if more else None
+    next_cursor = cursors.encode(CURSOR_TAG, page[-1].seq) if more else None
     return ListResult(items=items, next_cursor=next_cursor)
 
 
@@ -85,24 +84,3 @@ def feedback(ctx: OpContext, params: FeedbackParams) -> FeedbackResult:
             raise NotFound("memory not found", id=params.id)
         vector_sql.record_access(conn, [record.seq], "feedback", params.used)
     return FeedbackResult(recorded=True)
-
-
-# -- cursors: opaque to clients, a position in `seq` order to us ---------------------------
-
-_CURSOR_PREFIX = "m1:"
-
-
-def _encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{seq}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if text.startswith(_CURSOR_PREFIX):
-            seq = int(text[len(_CURSOR_PREFIX) :])
-            if 0 < seq < 2**63:  # a rowid: larger ints cannot even be bound
-                return seq
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidParams("cursor is not one this server issued", path="$.params.cursor")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from memproc.errors import Conflict, NotFound
+from memproc.ops import cursors
 from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import version_view
@@ -19,8 +20,6 @@ from memproc.ops.procedures import (
     Revision,
     apply_revision,
     body_of,
-    decode_cursor,
-    encode_cursor,
 )
 from memproc.protocol.procedure_messages import (
     AuditEntry,
@@ -103,7 +102,7 @@ def review_decide(ctx: OpContext, params: ReviewDecideParams) -> ReviewDecideRes
 
 def audit(ctx: OpContext, params: AuditParams) -> AuditResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
-    after = 0 if params.cursor is None else decode_cursor(params.cursor, "a1:")
+    after = cursors.decode("a1", params.cursor) or 0
     with ctx.runtime.store().reading(ctx.token) as conn:
         if params.procedure_id is not None and not procedure_sql.exists(
             conn, scope, params.procedure_id
@@ -125,5 +124,5 @@ def audit(ctx: OpContext, params: AuditParams) -> AuditResult:
             )
             for e in page
         ],
-        next_cursor=encode_cursor(page[-1].seq, "a1:") if more else None,
+        next_cursor=cursors.encode("a1", page[-1].seq) if more else None,
     )

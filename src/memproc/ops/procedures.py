@@ -7,15 +7,13 @@ version or the new one, never none. Slow work (embedding) happens before the wri
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any, Literal
 
 import apsw
 import msgspec
 
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import citing
+from memproc.ops import citing, cursors
 from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views, version_view
@@ -125,12 +123,12 @@ def get(ctx: OpContext, params: GetProcedureParams) -> GetProcedureResult:
 
 def list_procedures(ctx: OpContext, params: ListProceduresParams) -> ListProceduresResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
-    before = None if params.cursor is None else decode_cursor(params.cursor, "p1:")
+    before = cursors.decode("p1", params.cursor)
     with ctx.runtime.store().reading(ctx.token) as conn:
         records = procedure_sql.list_current_page(conn, scope, before, params.limit + 1)
         page, more = records[: params.limit], len(records) > params.limit
         last = procedure_sql.procedure_seq(conn, page[-1].procedure_id) if more else None
-    next_cursor = None if last is None else encode_cursor(last, "p1:")
+    next_cursor = None if last is None else cursors.encode("p1", last)
     return ListProceduresResult(items=[version_view(r) for r in page], next_cursor=next_cursor)
 
 
@@ -263,22 +261,3 @@ def record_episode(ctx: OpContext, params: RecordEpisodeParams) -> RecordEpisode
         )
         episode_id = log_sql.insert_episode(conn, new)
     return RecordEpisodeResult(id=episode_id)
-
-
-# -- cursors: opaque to clients ------------------------------------------------------------------
-
-
-def encode_cursor(seq: int, prefix: str) -> str:
-    return base64.urlsafe_b64encode(f"{prefix}{seq}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str, prefix: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if text.startswith(prefix):
-            seq = int(text[len(prefix) :])
-            if 0 <= seq < 2**63:
-                return seq
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidParams("cursor is not one this server issued", path="$.params.cursor")
