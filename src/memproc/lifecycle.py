@@ -18,7 +18,7 @@ still current (active or challenged), and it is checked in the same place as the
 
 from __future__ import annotations
 
-from typing import Final, Literal, cast
+from typing import Final, Literal, cast, get_args
 
 from memproc.errors import Conflict
 
@@ -34,24 +34,9 @@ Action = Literal[
     "edit",
 ]
 
-STATES: Final[tuple[State, ...]] = (
-    "active",
-    "challenged",
-    "superseded",
-    "invalidated",
-    "forgotten",
-    "purged",
-)
-ACTIONS: Final[tuple[Action, ...]] = (
-    "challenge",
-    "uphold",
-    "reject",
-    "supersede",
-    "invalidate",
-    "forget",
-    "purge",
-    "edit",
-)
+# The same names as tuples, in declaration order, for code and tests that iterate them.
+STATES: Final[tuple[State, ...]] = get_args(State)
+ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
 
 # (action, current state) -> the state after it. Anything not listed is illegal.
 TRANSITIONS: Final[dict[tuple[Action, State], State]] = {
