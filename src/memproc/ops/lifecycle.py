@@ -59,6 +59,14 @@ def find(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord:
     return record
 
 
+def find_visible(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord:
+    """Like `find`, but a forgotten or purged memory is as good as absent to readers."""
+    record = find(conn, scope, memory_id)
+    if record.status in HIDDEN:
+        raise NotFound("memory not found", id=memory_id)
+    return record
+
+
 def _move(
     conn: apsw.Connection,
     record: MemoryRecord,

@@ -6,8 +6,6 @@ in `ops.lifecycle` and `ops.revisions`; citations between memories in `ops.citin
 
 from __future__ import annotations
 
-from memproc.errors import NotFound
-from memproc.lifecycle import HIDDEN
 from memproc.ops import citing, creation, cursors, lifecycle
 from memproc.ops.context import OpContext
 from memproc.protocol.messages import (
@@ -50,9 +48,7 @@ def get(ctx: OpContext, params: GetParams) -> GetResult:
     """Any state but the hidden ones, with its state, successor, challenge and refs."""
     scope = ctx.runtime.scopes.resolve(params.scope)
     with ctx.runtime.store().reading(ctx.token) as conn:
-        record = memory_sql.get(conn, scope, params.id)
-        if record is None or record.status in HIDDEN:
-            raise NotFound("memory not found", id=params.id)
+        record = lifecycle.find_visible(conn, scope, params.id)
         (view,) = citing.views(conn, [record])
     return GetResult(memory=view)
 
@@ -79,8 +75,6 @@ def feedback(ctx: OpContext, params: FeedbackParams) -> FeedbackResult:
     """Record that a retrieved memory was (or was not) used; the access boost may read it."""
     scope = ctx.runtime.scopes.resolve(params.scope)
     with ctx.runtime.store().writing(ctx.token) as conn:
-        record = memory_sql.get(conn, scope, params.id)
-        if record is None or record.status in HIDDEN:
-            raise NotFound("memory not found", id=params.id)
+        record = lifecycle.find_visible(conn, scope, params.id)
         vector_sql.record_access(conn, [record.seq], "feedback", params.used)
     return FeedbackResult(recorded=True)

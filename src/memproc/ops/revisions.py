@@ -8,11 +8,10 @@ replaces them.
 
 from __future__ import annotations
 
-from memproc.errors import NotFound
-from memproc.lifecycle import HIDDEN, next_state
+from memproc.lifecycle import next_state
 from memproc.ops import citing, embedding
 from memproc.ops.context import OpContext
-from memproc.ops.lifecycle import find
+from memproc.ops.lifecycle import find, find_visible
 from memproc.ops.mapping import change_view, revision_view, source_dict
 from memproc.ops.validation import check_content
 from memproc.protocol.messages import EditParams, EditResult, HistoryParams, HistoryResult
@@ -68,9 +67,7 @@ def history(ctx: OpContext, params: HistoryParams) -> HistoryResult:
     """Every revision, oldest first, and every state change with time, reason and source."""
     scope = ctx.runtime.scopes.resolve(params.scope)
     with ctx.runtime.store().reading(ctx.token) as conn:
-        record = memory_sql.get(conn, scope, params.id)
-        if record is None or record.status in HIDDEN:
-            raise NotFound("memory not found", id=params.id)
+        record = find_visible(conn, scope, params.id)
         revision_rows = revisions.list_all(conn, record.seq)
         event_rows = events.list_all(conn, record.seq)
     return HistoryResult(
