@@ -166,11 +166,8 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
 
 
 def _within(candidate: Candidate, depth: int) -> bool:
-    return any(rank is not None and rank <= depth for rank in _ranks(candidate))
-
-
-def _ranks(candidate: Candidate) -> tuple[int | None, int | None]:
-    return candidate.lexical_rank, candidate.dense_rank
+    ranks = (candidate.lexical_rank, candidate.dense_rank)
+    return any(rank is not None and rank <= depth for rank in ranks)
 
 
 def _score_part(
