@@ -1,0 +1,81 @@
+"""Making sure the database path holds memproc's own file: before it is opened, and while it is.
+
+SQLite trusts whatever sits at the path, and two faults turn that into lost or damaged data
+(both reproduced by tests/stress/stress_faults.py):
+
+- A foreign file at the path beside a leftover `-wal` (a database replaced after a crash, say)
+  is read *through* the WAL as if it were a database, and the next checkpoint writes memproc's
+  pages into it. So the file's first bytes must be SQLite's header before anything opens it.
+- A database file replaced, renamed or deleted while open keeps taking commits into the old
+  inode, which nobody will read again: acknowledged writes would be lost. So every transaction
+  first checks that the path still names the file the store opened (same device and inode).
+
+The header is read through SQLite's own VFS rather than `os.open`: closing any descriptor of a
+file drops every POSIX lock the process holds on it, those of open connections included
+("How To Corrupt An SQLite Database File", 2.2); SQLite's VFS defers such closes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import apsw
+
+from memproc.errors import StorageUnavailable
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+FileIdentity = tuple[int, int]  # (st_dev, st_ino)
+
+
+def require_sqlite_file(path: str) -> None:
+    """Refuse a non-empty regular file that does not start with SQLite's header. Anything
+    else (no file yet, an empty one, a directory) is left for SQLite to open or refuse."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return
+    if _first_bytes(path, len(SQLITE_HEADER)) not in (None, SQLITE_HEADER):
+        raise StorageUnavailable(
+            "the file at the database path is not an SQLite database; memproc left it untouched",
+            reason="not_a_database",
+        )
+
+
+def _first_bytes(path: str, count: int) -> bytes | None:
+    """The file's first `count` bytes, or None when SQLite's VFS cannot open it (then SQLite
+    itself reports why when the connection opens)."""
+    flags = [apsw.SQLITE_OPEN_MAIN_DB | apsw.SQLITE_OPEN_READONLY, 0]
+    try:
+        file = apsw.VFSFile("", path, flags)
+    except apsw.Error:
+        return None
+    try:
+        return bytes(file.xRead(count, 0))
+    except apsw.Error:
+        return None
+    finally:
+        file.xClose()
+
+
+def identity(path: str) -> FileIdentity | None:
+    """Which file the path names now; None if it names none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def require_same_file(path: str, opened: FileIdentity | None) -> None:
+    """Raise unless `path` still names the file that was opened (`opened`; None when its
+    identity could not be taken, and then there is nothing to compare)."""
+    if opened is not None and identity(path) != opened:
+        raise StorageUnavailable(
+            "the database file was moved, replaced or deleted while memproc had it open; "
+            "restart memproc to open whatever is at the path now",
+            reason="replaced",
+        )
