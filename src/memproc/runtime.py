@@ -180,7 +180,7 @@ class Runtime:
                 self._store.check_path()
             except MemprocError as exc:
                 return "failed", exc.data.get("reason")
-            return "ready", None
+            return "ready", "read_only" if self._store.read_only else None
         reason = None if self._store_error is None else self._store_error.data.get("reason")
         return "failed", reason
 

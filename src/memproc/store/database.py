@@ -17,7 +17,7 @@ import apsw
 from memproc.cancel import CancelToken
 from memproc.store import path_guard
 from memproc.store.connection import ConnectionSettings, open_connection
-from memproc.store.errors import storage_errors
+from memproc.store.errors import storage_errors, storage_unavailable
 from memproc.store.migrations import migrate
 
 # How many SQLite virtual-machine steps run between two looks at the cancellation token.
@@ -39,8 +39,11 @@ class Store:
         self._identity: path_guard.FileIdentity | None = None
         with storage_errors():
             path_guard.require_sqlite_file(path)
-            self._writer = self._connect()
+            self._writer = self._open_writer()
             self._identity = path_guard.identity(path)
+            # Fixed for the connection's life: SQLite opens a file whose mode forbids writing
+            # read-only (reads work, writes fail), and server.info says so.
+            self.read_only = bool(self._writer.readonly("main"))
             try:
                 migrate(self._writer)
             except BaseException:
@@ -60,6 +63,14 @@ class Store:
         with self._connections_lock:
             self._connections.append(conn)
         return conn
+
+    def _open_writer(self) -> apsw.Connection:
+        try:
+            return self._connect()
+        except apsw.CantOpenError as exc:
+            if path_guard.on_read_only_file_system(self.path):
+                raise storage_unavailable("read_only") from exc
+            raise
 
     def _reader(self) -> apsw.Connection:
         conn = getattr(self._local, "reader", None)
@@ -110,7 +121,7 @@ class Store:
         COMMIT too: a commit into a file that was replaced or deleted would be acknowledged and
         then lost.
         """
-        with self._write_lock, storage_errors(), self._bound(token):
+        with self._write_lock, storage_errors(self._writer), self._bound(token):
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -22,7 +22,7 @@ import stat
 
 import apsw
 
-from memproc.errors import StorageUnavailable
+from memproc.store.errors import storage_unavailable
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -39,10 +39,7 @@ def require_sqlite_file(path: str) -> None:
     if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
         return
     if _first_bytes(path, len(SQLITE_HEADER)) not in (None, SQLITE_HEADER):
-        raise StorageUnavailable(
-            "the file at the database path is not an SQLite database; memproc left it untouched",
-            reason="not_a_database",
-        )
+        raise storage_unavailable("not_a_database")
 
 
 def _first_bytes(path: str, count: int) -> bytes | None:
@@ -74,8 +71,14 @@ def require_same_file(path: str, opened: FileIdentity | None) -> None:
     """Raise unless `path` still names the file that was opened (`opened`; None when its
     identity could not be taken, and then there is nothing to compare)."""
     if opened is not None and identity(path) != opened:
-        raise StorageUnavailable(
-            "the database file was moved, replaced or deleted while memproc had it open; "
-            "restart memproc to open whatever is at the path now",
-            reason="replaced",
-        )
+        raise storage_unavailable("replaced")
+
+
+def on_read_only_file_system(path: str) -> bool:
+    """Whether the database's directory is on a read-only mount. SQLite reports that as
+    "cannot open" (it needs to create the -wal and -shm files), which hides the real cause."""
+    try:
+        flags = os.statvfs(os.path.dirname(os.path.abspath(path))).f_flag
+    except OSError:
+        return False
+    return bool(flags & os.ST_RDONLY)
