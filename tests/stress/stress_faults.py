@@ -39,6 +39,7 @@ import msgspec
 from client import ERROR_KINDS, Client, ServerError, check_stream, clean_env, memproc_argv
 from mount_namespace import MountNamespace, NamespaceUnavailable
 
+from memproc.errors import MemprocError
 from memproc.models.manifest import MANIFEST_NAME, read_manifest, sha256_file, write_manifest
 from memproc.store import Store
 
@@ -49,7 +50,7 @@ DEFAULT_MODEL = REPO / ".cache" / "models" / "minilm-l6-int8"
 SCOPE = "faults"
 SEED_COUNT = 12
 MODEL_TIMEOUT_S = 60.0
-TMPFS_BYTES = 1 << 20  # fills after a few dozen memories; the schema itself takes ~400 KB
+TMPFS_BYTES = 1 << 20  # the schema, the seeds and the -wal/-shm take most of it
 WRITE_ATTEMPTS = 2_000  # a hard ceiling on the loop that fills the disk
 PROBE_WRITE = "written while the fault holds"
 STORAGE_UNAVAILABLE = -32005
@@ -130,7 +131,7 @@ def lab(base: Path, name: str) -> Iterator[Lab]:
 
 
 def outcome(response: dict[str, Any]) -> Any:
-    """ "ok", or the parts of the error that the report prints."""
+    """The string "ok" for a result; for an error, the parts that the report prints."""
     if "result" in response:
         return "ok"
     error = response["error"]
@@ -149,16 +150,14 @@ def remember(client: Client, content: str) -> dict[str, Any]:
 
 
 def seed(client: Client, count: int, label: str) -> dict[str, str]:
-    """Remember `count` memories; id -> content of each one acknowledged."""
-    stored = {}
+    """Remember `count` memories, each of which must be acknowledged; id -> content."""
+    stored: dict[str, str] = {}
     for number in range(count):
         content = f"{label} memory {number}: the build cache lives in .cache/{label}/{number}"
-        stored[client.result("memory.remember", _remember_params(content))["id"]] = content
+        response = acknowledge(client, content, stored)
+        if "result" not in response:
+            raise ServerError(f"{client.name}: seeding failed: {response['error']}")
     return stored
-
-
-def _remember_params(content: str) -> dict[str, Any]:
-    return {"scope": SCOPE, "kind": "note", "content": content}
 
 
 def probe_store(client: Client, expected: dict[str, str]) -> dict[str, Any]:
@@ -225,16 +224,25 @@ def intact(
     view: Callable[[Path], Path] = lambda path: path,
 ) -> bool:
     """Restart normally: exactly the `expected` memories (nothing lost, nothing refused slipped
-    in), a clean exit, then `PRAGMA integrity_check` through memproc's own Store."""
+    in), a clean exit, then `PRAGMA integrity_check` through memproc's own Store. A database
+    the restart cannot read at all is not intact either."""
     server = lab.serve(prefix=prefix)
-    found = stored_memories(server)
-    clean_exit = server.finish() == 0
-    store = Store(str(view(lab.db)))
     try:
-        healthy = store.integrity_check() == ["ok"]
+        found = stored_memories(server)
+    except ServerError:
+        return False
+    if server.finish() != 0 or found != expected:
+        return False
+    try:
+        store = Store(str(view(lab.db)))
+    except MemprocError:
+        return False
+    try:
+        return store.integrity_check() == ["ok"]
+    except MemprocError:
+        return False
     finally:
         store.close()
-    return found == expected and clean_exit and healthy
 
 
 def digest(path: Path) -> str:
@@ -390,6 +398,23 @@ def fill(server: Client, label: str, expected: dict[str, str]) -> tuple[list[str
     return refused, first_refusal
 
 
+def fill_then_read(
+    server: Client, label: str, expected: dict[str, str], figures: FaultFigures, why: str
+) -> tuple[list[str], bool]:
+    """Fill the disk, then read while it is full: the refusal, a read by id and a listing of
+    every acknowledged write go into `figures`. (The contents refused, whether the listing
+    held exactly the acknowledged writes.)"""
+    refused, refusal = fill(server, label, expected)
+    figures.calls[f"memory.remember {why}"] = refusal
+    params = {"scope": SCOPE, "id": next(iter(expected))}
+    figures.calls["memory.get"] = outcome(server.call("memory.get", params))
+    listed = stored_memories(server) == expected
+    figures.calls["memory.list (every acknowledged write)"] = "ok" if listed else "mismatch"
+    figures.counts = {"acknowledged": len(expected), "refused": len(refused)}
+    figures.stayed_up = is_up(server)
+    return refused, listed
+
+
 def refused_writes_absent(server: Client, refused: list[str]) -> bool:
     """No refused write is searchable (its unique marker word finds nothing)."""
     for content in refused:
@@ -407,15 +432,7 @@ def disk_full(base: Path, figures: FaultFigures) -> None:
         space.mount_tmpfs(here.db_dir, TMPFS_BYTES)
         server = here.serve(prefix=space.argv_prefix())
         expected = seed(server, SEED_COUNT, "disk-full")
-        refused, refusal = fill(server, "diskfull", expected)
-        figures.calls["memory.remember (disk full)"] = refusal
-        figures.calls["memory.get"] = outcome(
-            server.call("memory.get", {"scope": SCOPE, "id": next(iter(expected))})
-        )
-        listed = stored_memories(server) == expected
-        figures.calls["memory.list (every acknowledged write)"] = "ok" if listed else "mismatch"
-        figures.counts = {"acknowledged": len(expected), "refused": len(refused)}
-        figures.stayed_up = is_up(server)
+        refused, listed = fill_then_read(server, "diskfull", expected, figures, "(disk full)")
         space.resize_tmpfs(here.db_dir, 16 * TMPFS_BYTES)
         if "result" in acknowledge(server, "after space was freed", expected):
             figures.recovered = "same process, on the next write"
@@ -435,15 +452,7 @@ def file_size_limit(base: Path, figures: FaultFigures) -> None:
         limit = here.db.stat().st_size + 256 * 1024
         prefix = [sys.executable, str(LAUNCHER), "--max-file-bytes", str(limit), "--"]
         server = here.serve(prefix=prefix)
-        refused, refusal = fill(server, "fsize", expected)
-        figures.calls["memory.remember (over the limit)"] = refusal
-        figures.calls["memory.get"] = outcome(
-            server.call("memory.get", {"scope": SCOPE, "id": next(iter(expected))})
-        )
-        listed = stored_memories(server) == expected
-        figures.calls["memory.list (every acknowledged write)"] = "ok" if listed else "mismatch"
-        figures.counts = {"acknowledged": len(expected), "refused": len(refused)}
-        figures.stayed_up = is_up(server)
+        refused, listed = fill_then_read(server, "fsize", expected, figures, "(over the limit)")
         server.finish()
         restarted = here.serve()
         if "result" in acknowledge(restarted, "after the limit was lifted", expected):
