@@ -9,7 +9,8 @@ each one the driver records what a client saw (error code, kind, `data.reason`, 
 checks that the process stayed up (ping and server.info answer), that nothing stored before or
 acknowledged during the fault was lost or changed (a normal restart lists exactly those
 memories, and `PRAGMA integrity_check` says ok), that a foreign file was left byte for byte as
-it was, and how service came back once the fault was removed.
+it was, and how service came back once the fault was removed. The workspace, the client
+helpers and that definition of "intact" live in `fault_lab.py`.
 
     .venv/bin/python tests/stress/stress_faults.py [--faults NAME ...] [--json FILE]
 
@@ -20,254 +21,55 @@ skipped with the precise reason. The CI-sized run is tests/contract/test_reliabi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
 import msgspec
-from client import ERROR_KINDS, Client, ServerError, check_stream, clean_env, memproc_argv
-from mount_namespace import MountNamespace, NamespaceUnavailable
+from client import ERROR_KINDS, Client
+from fault_lab import (
+    LAUNCHER,
+    PROBE_WRITE,
+    SCOPE,
+    FaultFigures,
+    Skip,
+    acknowledge,
+    digest,
+    intact,
+    is_up,
+    lab,
+    namespace,
+    obey_modes_prefix,
+    outcome,
+    probe_store,
+    remember,
+    seed,
+    store_component,
+    stored_memories,
+)
 
-from memproc.errors import MemprocError
 from memproc.models.manifest import MANIFEST_NAME, read_manifest, sha256_file, write_manifest
-from memproc.store import Store
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-LAUNCHER = HERE / "fault_launcher.py"
-DEFAULT_MODEL = REPO / ".cache" / "models" / "minilm-l6-int8"
-SCOPE = "faults"
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / ".cache" / "models" / "minilm-l6-int8"
 SEED_COUNT = 12
 MODEL_TIMEOUT_S = 60.0
 TMPFS_BYTES = 1 << 20  # the schema, the seeds and the -wal/-shm take most of it
 WRITE_ATTEMPTS = 2_000  # a hard ceiling on the loop that fills the disk
-PROBE_WRITE = "written while the fault holds"
 STORAGE_UNAVAILABLE = -32005
 FOREIGN_BYTES = b"\x00\x13 a file some other program owns; memproc must not touch it \xff" * 1024
-
-
-class Skip(Exception):
-    """This machine cannot stage the fault; the message says exactly why."""
-
-
-@dataclass
-class FaultFigures:
-    """What one fault did, as the reliability report prints it."""
-
-    fault: str
-    mechanism: str
-    ran: bool = False
-    skipped: str | None = None
-    # Each call made while the fault held: "ok", or the error's code, kind, reason, message.
-    calls: dict[str, Any] = field(default_factory=dict)
-    stayed_up: bool | None = None
-    data_intact: bool | None = None  # None: nothing was stored that could be checked
-    foreign_file_untouched: bool | None = None  # None: no foreign file involved
-    recovered: str | None = None  # how service came back once the fault was removed
-    counts: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
 
 Scenario = Callable[[Path, FaultFigures], None]
 
 
-# -- one fault's workspace --------------------------------------------------------------------
-
-
-class Lab:
-    """A fault's directory, its database path and the servers it starts (all closed at the
-    end, each stream checked: stdout holds nothing but protocol messages)."""
-
-    def __init__(self, base: Path, name: str) -> None:
-        self.dir = base / name
-        self.db_dir = self.dir / "db"
-        self.db_dir.mkdir(parents=True)
-        self.db = self.db_dir / "memory.db"
-        self.no_models = self.dir / "no-models"  # outside db_dir: that may be read-only or full
-        self.no_models.mkdir()
-        self.clients: list[Client] = []
-
-    def serve(
-        self, *flags: str, prefix: list[str] | None = None, models: Path | None = None
-    ) -> Client:
-        models_flag = ["--models-dir", str(models or self.no_models)]
-        client = Client(
-            [*(prefix or []), *memproc_argv(self.db, *models_flag, *flags)],
-            stderr_path=self.dir / f"server-{len(self.clients) + 1}.log",
-            env=clean_env(),
-            name=f"{self.dir.name}#{len(self.clients) + 1}",
-        )
-        self.clients.append(client)
-        return client
-
-    def close(self) -> None:
-        for client in self.clients:
-            client.close()
-        for client in self.clients:
-            check_stream(client)
-
-
-@contextmanager
-def lab(base: Path, name: str) -> Iterator[Lab]:
-    opened = Lab(base, name)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-# -- what a client sees -----------------------------------------------------------------------
-
-
-def outcome(response: dict[str, Any]) -> Any:
-    """The string "ok" for a result; for an error, the parts that the report prints."""
-    if "result" in response:
-        return "ok"
-    error = response["error"]
-    data = error.get("data", {})
-    return {
-        "code": error["code"],
-        "kind": data.get("kind"),
-        "reason": data.get("reason"),
-        "retryable": data.get("retryable"),
-        "message": error["message"],
-    }
-
-
-def remember(client: Client, content: str) -> dict[str, Any]:
-    return client.call("memory.remember", {"scope": SCOPE, "kind": "note", "content": content})
-
-
-def seed(client: Client, count: int, label: str) -> dict[str, str]:
-    """Remember `count` memories, each of which must be acknowledged; id -> content."""
-    stored: dict[str, str] = {}
-    for number in range(count):
-        content = f"{label} memory {number}: the build cache lives in .cache/{label}/{number}"
-        response = acknowledge(client, content, stored)
-        if "result" not in response:
-            raise ServerError(f"{client.name}: seeding failed: {response['error']}")
-    return stored
-
-
-def probe_store(client: Client, expected: dict[str, str]) -> dict[str, Any]:
-    """One read by id (of a stored memory, if any), one lexical search and one write, each as
-    the client saw it. A write the fault did not stop joins `expected`: acknowledged means
-    kept."""
-    calls: dict[str, Any] = {}
-    if expected:
-        params = {"scope": SCOPE, "id": next(iter(expected))}
-        calls["memory.get"] = outcome(client.call("memory.get", params))
-    calls["memory.search lexical"] = outcome(
-        client.call("memory.search", {"scope": SCOPE, "query": "build cache", "mode": "lexical"})
-    )
-    calls["memory.remember"] = outcome(acknowledge(client, PROBE_WRITE, expected))
-    return calls
-
-
-def acknowledge(client: Client, content: str, expected: dict[str, str]) -> dict[str, Any]:
-    """Remember `content`; if acknowledged, it joins `expected`. The response."""
-    response = remember(client, content)
-    if "result" in response:
-        expected[response["result"]["id"]] = content
-    return response
-
-
-def is_up(client: Client) -> bool:
-    """The process answers ping and server.info (and has not exited)."""
-    try:
-        client.ping()
-        client.result("server.info")
-    except ServerError:
-        return False
-    return client.proc.poll() is None
-
-
-def store_component(client: Client) -> dict[str, Any]:
-    component: dict[str, Any] = client.result("server.info")["components"]["store"]
-    return component
-
-
-# -- after the fault: is everything still there? ----------------------------------------------
-
-
-def stored_memories(client: Client) -> dict[str, str]:
-    """Every memory in the scope, id -> content, read page by page."""
-    found: dict[str, str] = {}
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"scope": SCOPE, "limit": 200}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = client.result("memory.list", params)
-        found.update({item["id"]: item["content"] for item in page["items"]})
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return found
-
-
-def intact(
-    lab: Lab,
-    expected: dict[str, str],
-    *,
-    prefix: list[str] | None = None,
-    view: Callable[[Path], Path] = lambda path: path,
-) -> bool:
-    """Restart normally: exactly the `expected` memories (nothing lost, nothing refused slipped
-    in), a clean exit, then `PRAGMA integrity_check` through memproc's own Store. A database
-    the restart cannot read at all is not intact either."""
-    server = lab.serve(prefix=prefix)
-    try:
-        found = stored_memories(server)
-    except ServerError:
-        return False
-    if server.finish() != 0 or found != expected:
-        return False
-    try:
-        store = Store(str(view(lab.db)))
-    except MemprocError:
-        return False
-    try:
-        return store.integrity_check() == ["ok"]
-    except MemprocError:
-        return False
-    finally:
-        store.close()
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 # -- 1. read-only storage ---------------------------------------------------------------------
-
-
-def obey_modes_prefix(lab: Lab) -> list[str]:
-    """Run a server so that file modes bind it even as root; Skip if they still do not."""
-    prefix = [sys.executable, str(LAUNCHER), "--obey-file-modes", "--"]
-    probe = lab.dir / "mode-probe"
-    probe.mkdir()
-    probe.chmod(0o555)
-    try:
-        attempt = [*prefix, sys.executable, "-c", f"open({str(probe / 'x')!r}, 'x')"]
-        done = subprocess.run(attempt, capture_output=True, timeout=30, check=False)
-    finally:
-        probe.chmod(0o755)
-    if done.returncode == 0:
-        raise Skip("a chmod 555 directory stays writable even with the DAC capabilities dropped")
-    if b"PermissionError" not in done.stderr:
-        raise Skip(f"fault_launcher failed: {done.stderr.decode(errors='replace')[-300:]}")
-    return prefix
 
 
 def read_only_directory(base: Path, figures: FaultFigures) -> None:
@@ -356,22 +158,6 @@ def read_only_file_system(base: Path, figures: FaultFigures) -> None:
             figures.recovered = "same process, on the next request"
         server.finish()
         figures.data_intact = intact(here, expected, prefix=space.argv_prefix(), view=space.view)
-
-
-@contextmanager
-def namespace() -> Iterator[MountNamespace]:
-    """A private mount namespace; Skip (with the reason) where this machine cannot make one or
-    cannot mount in it."""
-    try:
-        space = MountNamespace()
-    except NamespaceUnavailable as exc:
-        raise Skip(str(exc)) from None
-    try:
-        yield space
-    except NamespaceUnavailable as exc:
-        raise Skip(str(exc)) from None
-    finally:
-        space.close()
 
 
 # -- 2. a full disk ---------------------------------------------------------------------------
