@@ -227,15 +227,24 @@ def obey_modes_prefix(lab: Lab) -> list[str]:
     probe = lab.dir / "mode-probe"
     probe.mkdir()
     probe.chmod(0o555)
+    attempt = f"""
+try:
+    open({str(probe / "x")!r}, "x")
+    print("written")
+except PermissionError:
+    print("refused")
+"""
     try:
-        attempt = [*prefix, sys.executable, "-c", f"open({str(probe / 'x')!r}, 'x')"]
-        done = subprocess.run(attempt, capture_output=True, timeout=30, check=False)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", attempt], capture_output=True, timeout=30, check=False
+        )
     finally:
         probe.chmod(0o755)
-    if done.returncode == 0:
+    if done.stdout == b"written\n":
         raise Skip("a chmod 555 directory stays writable even with the DAC capabilities dropped")
-    if b"PermissionError" not in done.stderr:
-        raise Skip(f"fault_launcher failed: {done.stderr.decode(errors='replace')[-300:]}")
+    if done.stdout != b"refused\n":
+        problem = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        raise Skip(f"fault_launcher could not stage it: {' '.join(problem)}")
     return prefix
 
 

@@ -35,7 +35,7 @@ def obey_file_modes() -> None:
     for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
         if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
             error = ctypes.get_errno()
-            raise OSError(error, f"cannot drop capability {capability}: {os.strerror(error)}")
+            raise OSError(error, f"cannot drop capability {capability} (needs CAP_SETPCAP)")
 
 
 def limit_file_size(max_bytes: int) -> None:
@@ -52,10 +52,13 @@ def main(argv: list[str]) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command given")
-    if args.obey_file_modes:
-        obey_file_modes()
-    if args.max_file_bytes is not None:
-        limit_file_size(args.max_file_bytes)
+    try:
+        if args.obey_file_modes:
+            obey_file_modes()
+        if args.max_file_bytes is not None:
+            limit_file_size(args.max_file_bytes)
+    except OSError as exc:
+        sys.exit(f"fault_launcher: {exc}")  # one line, which the driver's skip reason quotes
     os.execv(command[0], command)
 
 

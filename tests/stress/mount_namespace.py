@@ -37,11 +37,11 @@ class MountNamespace:
             stderr=subprocess.PIPE,
         )
         assert self._holder.stdout is not None and self._holder.stderr is not None
-        if self._holder.stdout.readline() != b"ready\n":
-            self._holder.wait(TIMEOUT_S)
-            problem = self._holder.stderr.read().decode(errors="replace").strip()
-            raise NamespaceUnavailable(f"`unshare --mount` failed: {problem}")
         self.pid = self._holder.pid
+        if self._holder.stdout.readline() != b"ready\n":
+            problem = self._holder.stderr.read().decode(errors="replace").strip()
+            self.close()
+            raise NamespaceUnavailable(f"`unshare --mount` failed: {problem}")
 
     def argv_prefix(self) -> list[str]:
         """Prepend to a command line to run it inside the namespace."""
@@ -75,10 +75,9 @@ class MountNamespace:
         self.run("mount", "-o", "remount,bind,rw", str(directory))
 
     def close(self) -> None:
-        if self._holder.poll() is None:
-            assert self._holder.stdin is not None
-            self._holder.stdin.close()
-            self._holder.wait(TIMEOUT_S)
-        for stream in (self._holder.stdout, self._holder.stderr):
+        """End the holder (its stdin closes, `read` returns); the namespace goes when the last
+        process inside it exits."""
+        for stream in (self._holder.stdin, self._holder.stdout, self._holder.stderr):
             if stream is not None:
                 stream.close()
+        self._holder.wait(TIMEOUT_S)
