@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,8 +75,6 @@ def test_a_reader_opened_after_the_replacement_never_opens_the_new_file(
     db_path: str, new_memory: NewMemoryFactory
 ) -> None:
     """Readers open lazily, one per thread: one opened now would see the foreign file."""
-    import threading
-
     store = Store(db_path)
     errors: list[BaseException] = []
     try:

@@ -59,7 +59,7 @@ def _first_bytes(path: str, count: int) -> bytes | None:
 
 
 def identity(path: str) -> FileIdentity | None:
-    """Which file the path names now; None if it names none."""
+    """Which file the path names now; None if that cannot be told."""
     try:
         info = os.stat(path)
     except OSError:
@@ -69,8 +69,17 @@ def identity(path: str) -> FileIdentity | None:
 
 def require_same_file(path: str, opened: FileIdentity | None) -> None:
     """Raise unless `path` still names the file that was opened (`opened`; None when its
-    identity could not be taken, and then there is nothing to compare)."""
-    if opened is not None and identity(path) != opened:
+    identity could not be taken, and then there is nothing to compare). A path that cannot be
+    looked at (its directory made unsearchable) passes: the open files still work."""
+    if opened is None:
+        return
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise storage_unavailable("replaced") from None
+    except OSError:
+        return
+    if (info.st_dev, info.st_ino) != opened:
         raise storage_unavailable("replaced")
 
 
