@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 
 import apsw
@@ -179,3 +180,18 @@ def test_a_real_sql_error_is_mapped_at_the_boundary_and_keeps_its_cause() -> Non
 def test_non_apsw_exceptions_pass_through_storage_errors() -> None:
     with pytest.raises(KeyError), storage_errors():
         raise KeyError("x")
+
+
+@pytest.mark.parametrize("system_errno", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG])
+def test_an_io_error_for_want_of_room_says_the_disk_is_full(system_errno: int) -> None:
+    """SQLite reports SQLITE_FULL only for ENOSPC; a quota or `ulimit -f` is an I/O error whose
+    errno the connection keeps (tests/stress/stress_faults.py stages the real EFBIG)."""
+    mapped = map_apsw_error(apsw.IOError("x"), system_errno)
+    assert mapped.data == {"reason": "disk_full"}
+    assert "disk is full" in mapped.message
+
+
+def test_other_io_errors_stay_io_errors() -> None:
+    assert map_apsw_error(apsw.IOError("x"), errno.EIO).data == {"reason": "io_error"}
+    assert map_apsw_error(apsw.IOError("x")).data == {"reason": "io_error"}
+    assert map_apsw_error(apsw.CorruptError("x"), errno.ENOSPC).data == {"reason": "corrupt"}

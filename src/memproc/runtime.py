@@ -176,7 +176,11 @@ class Runtime:
 
     def store_state(self) -> tuple[str, str | None]:
         if self._store is not None:
-            return "ready", None
+            try:
+                self._store.check_path()
+            except MemprocError as exc:
+                return "failed", exc.data.get("reason")
+            return "ready", "read_only" if self._store.read_only else None
         reason = None if self._store_error is None else self._store_error.data.get("reason")
         return "failed", reason
 

@@ -15,8 +15,9 @@ from contextlib import contextmanager
 import apsw
 
 from memproc.cancel import CancelToken
+from memproc.store import path_guard
 from memproc.store.connection import ConnectionSettings, open_connection
-from memproc.store.errors import storage_errors
+from memproc.store.errors import storage_errors, storage_unavailable
 from memproc.store.migrations import migrate
 
 # How many SQLite virtual-machine steps run between two looks at the cancellation token.
@@ -35,8 +36,14 @@ class Store:
         self._connections_lock = threading.Lock()
         self._tracers: list[ExecTracer] = []
         self._closed = False
+        self._identity: path_guard.FileIdentity | None = None
         with storage_errors():
-            self._writer = self._connect()
+            path_guard.require_sqlite_file(path)
+            self._writer = self._open_writer()
+            self._identity = path_guard.identity(path)
+            # Fixed for the connection's life: SQLite opens a file whose mode forbids writing
+            # read-only (reads work, writes fail), and server.info says so.
+            self.read_only = bool(self._writer.readonly("main"))
             try:
                 migrate(self._writer)
             except BaseException:
@@ -46,6 +53,9 @@ class Store:
     # -- connections -------------------------------------------------------------------
 
     def _connect(self) -> apsw.Connection:
+        # A reader opened after the file was replaced would see the new file (and, through the
+        # old -wal, could even write memproc's pages into it at close): check first.
+        self.check_path()
         conn = open_connection(self.path, self.settings)
         conn.set_progress_handler(self._should_interrupt, PROGRESS_STEPS)
         if self._tracers:
@@ -54,11 +64,24 @@ class Store:
             self._connections.append(conn)
         return conn
 
+    def _open_writer(self) -> apsw.Connection:
+        try:
+            return self._connect()
+        except apsw.CantOpenError as exc:
+            if path_guard.on_read_only_file_system(self.path):
+                raise storage_unavailable("read_only") from exc
+            raise
+
     def _reader(self) -> apsw.Connection:
         conn = getattr(self._local, "reader", None)
         if conn is None:
             conn = self._local.reader = self._connect()
         return conn
+
+    def check_path(self) -> None:
+        """Raise StorageUnavailable (reason "replaced") unless the path still names the file
+        this store opened; see `path_guard` for why."""
+        path_guard.require_same_file(self.path, self._identity)
 
     def _should_interrupt(self) -> bool:
         token: CancelToken | None = getattr(self._local, "token", None)
@@ -79,6 +102,7 @@ class Store:
     def reading(self, token: CancelToken | None = None) -> Iterator[apsw.Connection]:
         """A consistent snapshot for the duration of the block (a deferred read transaction)."""
         with storage_errors(), self._bound(token):
+            self.check_path()
             conn = self._reader()
             conn.execute("BEGIN")
             try:
@@ -93,13 +117,16 @@ class Store:
         """One write transaction: all of the block's writes commit together or not at all.
 
         The token is sealed just before COMMIT, so a cancellation either rolls everything back
-        or arrives too late to matter; never half of a write.
+        or arrives too late to matter; never half of a write. The path is checked just before
+        COMMIT too: a commit into a file that was replaced or deleted would be acknowledged and
+        then lost.
         """
-        with self._write_lock, storage_errors(), self._bound(token):
+        with self._write_lock, storage_errors(self._writer), self._bound(token):
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                self.check_path()
                 if token is not None:
                     token.seal()
                 conn.execute("COMMIT")
