@@ -47,7 +47,7 @@ def record(figures: dict[str, Any], record_property: Callable[[str, object], Non
 def test_kill_9_loses_no_acknowledged_write(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
-    trials = 16
+    trials = 20
     sizes = Sizes(max_delay_s=0.4, big_burst=100)
     figures = stress_crash.run(trials=trials, seed=6, sizes=sizes, directory=tmp_path)
     record(figures, record_property)
