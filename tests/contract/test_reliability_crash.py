@@ -66,4 +66,5 @@ def test_kill_9_with_vectors_leaves_no_drift(
     )
     record(figures, record_property)
     assert figures["embedder"] == minilm_dir.name
+    assert figures["memories_with_vectors"] > 0
     check_figures(figures, trials, {"memory.remember"})

@@ -8,8 +8,9 @@ On the restarted server (`verify_after_restart`), in this order:
 3. every record in the ledger is present exactly as expected, and nothing else is there.
 
 On the file, with no server running (`check_file`): `PRAGMA integrity_check`,
-`PRAGMA foreign_key_check`, and `memproc index verify` (the FTS index against its content
-table; each embedder's vectors against their memories).
+`PRAGMA foreign_key_check`, and the check `memproc index verify` runs (the FTS index against
+its content table; each embedder's vectors against their memories), called in-process to spare
+a Python start-up per trial.
 
 Findings are counted in a `Tally`, never raised, so that one run reports all of them; each
 finding also leaves a line in `problems` saying what was wrong.
@@ -17,16 +18,13 @@ finding also leaves a line in `problems` saying what was wrong.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import apsw
-from client import Client, clean_env
+from client import Client
 from crash_workload import (
     SCOPE,
     TASKS,
@@ -40,6 +38,9 @@ from crash_workload import (
     stored_evidence,
 )
 from paging import call_all, every_item
+
+from memproc.store import maintenance
+from memproc.store.connection import ConnectionSettings, open_connection
 
 CONFLICT = -32003
 NOT_FOUND = -32002
@@ -389,36 +390,45 @@ def check_search(client: Client, ledger: Ledger, tally: Tally) -> None:
 # -- on the file ---------------------------------------------------------------------------------
 
 
-def check_file(db: Path, models_dir: Path, tally: Tally) -> None:
-    """SQLite's own checks and memproc's index check, on the file as the kill left it."""
-    conn = apsw.Connection(str(db))
+def check_crashed_file(db: Path, scratch: Path, tally: Tally) -> None:
+    """`check_file` on a copy of the database and its WAL as the kill left them. Opening the
+    file itself would recover it and, on close, checkpoint and delete the WAL: the next
+    server must meet the crashed state, not a file this check has tidied up."""
+    scratch.mkdir(exist_ok=True)
+    copy = scratch / db.name
+    for suffix in ("", "-wal"):
+        source, target = Path(f"{db}{suffix}"), Path(f"{copy}{suffix}")
+        target.unlink(missing_ok=True)
+        if source.exists():
+            shutil.copyfile(source, target)
+    Path(f"{copy}-shm").unlink(missing_ok=True)  # SQLite rebuilds it from the WAL
+    check_file(copy, tally)
+
+
+def check_file(db: Path, tally: Tally) -> maintenance.IndexReport:
+    """SQLite's own checks and memproc's index check, on a file no server has open; the
+    index report, for its counts."""
+    conn = open_connection(str(db), ConnectionSettings())
     try:
         integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
         orphans = list(conn.execute("PRAGMA foreign_key_check"))
+        report = maintenance.verify(conn)
     finally:
         conn.close()
     if integrity != ["ok"] or orphans:
         tally.note("integrity_failures", f"integrity_check {integrity}, foreign keys {orphans}")
-    for drift in _index_drift(db, models_dir):
+    for drift in _index_drift(report):
         tally.note("index_drift", drift)
+    return report
 
 
-def _index_drift(db: Path, models_dir: Path) -> Iterable[str]:
-    """`memproc index verify`: drift that a committed write must never leave. Memories waiting
-    for their vectors (written before the embedder was ready, or while a backfill was killed)
-    are not drift: the backfill catches up; so its exit status is not the test."""
-    argv = [sys.executable, "-m", "memproc", "index", "verify", "--db", str(db)]
-    argv += ["--models-dir", str(models_dir)]
-    done = subprocess.run(argv, capture_output=True, env=clean_env(), timeout=120, check=False)
-    try:
-        report = json.loads(done.stdout)
-    except ValueError:
-        yield f"index verify failed: {done.stderr.decode(errors='replace')}"
-        return
-    if not report["fts_ok"]:
-        yield f"FTS index: {report['fts_error']}"
-    for embedder in report["embedders"]:
-        counts = {k: embedder[k] for k in ("inactive_with_vectors", "orphan_vectors")}
-        counts["chunk_mismatches"] = embedder["chunk_mismatches"]
-        if any(counts.values()):
-            yield f"vectors of {embedder['name']}: {counts}"
+def _index_drift(report: maintenance.IndexReport) -> Iterable[str]:
+    """What `memproc index verify` reports that a committed write must never leave: the FTS
+    index out of step with its table, vectors of inactive or deleted memories, half a set of
+    chunks. Memories still waiting for vectors are not drift (written before the embedder
+    was ready, or while a backfill was killed): the backfill catches up with them."""
+    if not report.fts_ok:
+        yield f"FTS index: {report.fts_error}"
+    for embedder in report.embedders:
+        if not embedder.clean:
+            yield f"vectors of {embedder.name}: {embedder}"

@@ -7,8 +7,9 @@ checkpoints, edits and supersedes; crash_workload.py), recording each acknowledg
 until it is killed with SIGKILL. Half of the kills come from a timer at a random delay, landing
 wherever the server happens to be; the other half come a few milliseconds after a burst of a
 hundred or more writes, so that many writes are queued, running or committing at that moment.
-After the kill, with no server running, the file is checked (integrity_check, foreign keys,
-`memproc index verify`). A last server checks the last trial and must then exit 0 on EOF.
+After the kill, with no server running, a copy of the file and its WAL as the kill left them is
+checked (integrity_check, foreign keys, what `memproc index verify` checks); the next server
+recovers the original. A last server checks the last trial and must then exit 0 on EOF.
 
 An acknowledgement is a success response received by the driver. A write whose response never
 arrived may or may not have been applied; it must be absent or whole, never partial.
@@ -28,13 +29,14 @@ the last commits before a power cut can roll back; FULL syncs the WAL on every c
 write is on stable storage before its response is sent. memproc's promise is that an
 acknowledged write is never lost, and an agent's harness treats an acknowledgement as final (it
 will not send that memory again), so the default stays FULL. The price is one fsync per write
-transaction (the driver's `acknowledged_per_s` figure under each setting shows it; on a laptop
-SSD it is usually well under a millisecond). `normal` remains available for throughput when
-losing the last moments of writes on power loss is acceptable; `extra` adds nothing in WAL mode.
+transaction, which the driver's `acknowledged_per_s` figure under each setting shows. `normal`
+remains available for throughput where losing the last commits to a power cut is acceptable;
+`extra` differs from FULL only in rollback-journal (DELETE) mode, so in WAL mode it adds nothing.
 
 Long mode (the figures for benchmarks/RELIABILITY.md):
-    .venv/bin/python tests/stress/stress_crash.py --trials 24 \\
-        --synchronous full --synchronous normal
+    .venv/bin/python tests/stress/stress_crash.py --trials 24
+(24 trials without an embedder, then 24 with MiniLM, under `synchronous = full`; add
+`--synchronous normal --embedder none` for the comparison above.)
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from typing import Any
 
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
 from client import Client, ServerError, check_stream, clean_env, empty_models_dir, memproc_argv
-from crash_checks import Tally, check_file, verify_after_restart
+from crash_checks import Tally, check_crashed_file, check_file, verify_after_restart
 from crash_workload import Ledger, Workload, Write
 
 REPO_MODELS = Path(__file__).resolve().parents[2] / ".cache" / "models"
@@ -106,6 +108,7 @@ class Run:
     kills_with_writes_in_flight: int = 0
     truncated_lines: int = 0
     write_seconds: float = 0.0
+    memories_with_vectors: int = 0
 
     def start_server(self) -> Client:
         self.servers += 1
@@ -161,7 +164,7 @@ def _run_trials(state: Run, trials: int) -> None:
         finally:
             server.close()
         _check_responses(state, server)
-        check_file(state.db, state.models_dir, state.tally)
+        check_crashed_file(state.db, state.directory / "copy", state.tally)
     _final_check(state, last)
 
 
@@ -185,7 +188,10 @@ def _final_check(state: Run, last: Trial) -> None:
     finally:
         server.close()
     _check_responses(state, server)
-    check_file(state.db, state.models_dir, state.tally)
+    report = check_file(state.db, state.tally)
+    state.memories_with_vectors = sum(
+        report.memories_searchable - embedder.missing_or_stale for embedder in report.embedders
+    )
 
 
 # -- one trial: write until killed -------------------------------------------------------------
@@ -307,6 +313,7 @@ def _figures(state: Run, trials: int, models_dir: Path | None, seconds: float) -
         "unacknowledged_absent": tally.unacknowledged_absent,
         "truncated_response_lines": state.truncated_lines,
         "records_at_end": state.ledger.size(),
+        "memories_with_vectors": state.memories_with_vectors,
         "wall_s": round(seconds, 1),
         "problems": tally.problems[:50],
     }
@@ -319,38 +326,42 @@ def _embedder_name(models_dir: Path | None) -> str | None:
     return ",".join(names) or None
 
 
+# With MiniLM a write takes tens of milliseconds (embedding), so bursts are smaller.
+SIZES_WITH_MODEL = Sizes(max_burst=8, big_burst=64)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=24, help="kill -9 trials (default 24)")
+    parser.add_argument("--trials", type=int, default=24, help="kill -9 trials per run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--synchronous",
         action="append",
         choices=("normal", "full", "extra"),
-        help="run the trials under this setting (repeatable; default full)",
+        help="run the trials under this setting (repeatable; default: full)",
     )
     parser.add_argument(
-        "--models-dir",
-        type=Path,
-        default=REPO_MODELS if REPO_MODELS.is_dir() else None,
-        help="models for the embedder (default: the repository's .cache/models, if present)",
+        "--embedder",
+        action="append",
+        choices=("none", "minilm"),
+        help="run without an embedder, or with MiniLM from --models-dir (repeatable; "
+        "default: both)",
     )
-    parser.add_argument("--no-models", action="store_true", help="run without an embedder")
-    parser.add_argument("--max-delay", type=float, default=Sizes.max_delay_s)
+    parser.add_argument("--models-dir", type=Path, default=REPO_MODELS)
     args = parser.parse_args(argv)
-    models_dir = None if args.no_models else args.models_dir
-    sizes = Sizes(max_delay_s=args.max_delay)
     failed = False
     for synchronous in args.synchronous or ["full"]:
-        figures = run(
-            trials=args.trials,
-            seed=args.seed,
-            synchronous=synchronous,
-            models_dir=models_dir,
-            sizes=sizes,
-        )
-        print(json.dumps(figures, indent=2))
-        failed = failed or any(figures[name] for name in MUST_BE_ZERO)
+        for embedder in args.embedder or ["none", "minilm"]:
+            with_model = embedder == "minilm"
+            figures = run(
+                trials=args.trials,
+                seed=args.seed,
+                synchronous=synchronous,
+                models_dir=args.models_dir if with_model else None,
+                sizes=SIZES_WITH_MODEL if with_model else Sizes(),
+            )
+            print(json.dumps(figures, indent=2), flush=True)
+            failed = failed or any(figures[name] for name in MUST_BE_ZERO)
     return 1 if failed else 0
 
 
