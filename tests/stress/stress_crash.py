@@ -42,6 +42,7 @@ Long mode (the figures for benchmarks/RELIABILITY.md):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import sys
@@ -93,6 +94,8 @@ class Trial:
 
 @dataclass
 class Run:
+    """One run: its file and settings, the ledger and tally every trial adds to, and counts."""
+
     directory: Path
     db: Path
     models_dir: Path
@@ -215,7 +218,7 @@ def _drive_until_killed(state: Run, server: Client, workload: Workload) -> Trial
     sent: list[tuple[int, Write]] = []
     started = time.monotonic()
     try:
-        for number in range(1_000_000):
+        for number in itertools.count():
             big = number == big_burst_at
             size = sizes.big_burst if big else rng.randint(1, sizes.max_burst)
             burst = [_send(server, write, sent) for write in workload.burst(size)]
