@@ -61,8 +61,10 @@ def test_kill_9_with_vectors_leaves_no_drift(
     backfill: a kill must leave no vector without its memory and no half set of chunks."""
     trials = 3
     sizes = Sizes(max_delay_s=0.5, max_burst=6, big_burst=24)
+    # Seed 8's first trial sends three bursts and waits for all their answers before the big
+    # burst and the kill, so some writes are always acknowledged with their vectors.
     figures = stress_crash.run(
-        trials=trials, seed=3, sizes=sizes, models_dir=minilm_dir.parent, directory=tmp_path
+        trials=trials, seed=8, sizes=sizes, models_dir=minilm_dir.parent, directory=tmp_path
     )
     record(figures, record_property)
     assert figures["embedder"] == minilm_dir.name
