@@ -40,6 +40,7 @@ from crash_workload import (
 from paging import call_all, every_item
 
 from memproc.store import maintenance
+from memproc.store import vectors as vector_sql
 from memproc.store.connection import ConnectionSettings, open_connection
 
 CONFLICT = -32003
@@ -420,6 +421,15 @@ def check_file(db: Path, tally: Tally) -> maintenance.IndexReport:
     for drift in _index_drift(report):
         tally.note("index_drift", drift)
     return report
+
+
+def vectors_pending(db: Path) -> int:
+    """Searchable memories still without current vectors (read beside a running server)."""
+    conn = open_connection(str(db), ConnectionSettings())
+    try:
+        return sum(vector_sql.count_pending(conn, row) for row in vector_sql.all_embedders(conn))
+    finally:
+        conn.close()
 
 
 def _index_drift(report: maintenance.IndexReport) -> Iterable[str]:

@@ -9,7 +9,8 @@ wherever the server happens to be; the other half come a few milliseconds after 
 hundred or more writes, so that many writes are queued, running or committing at that moment.
 After the kill, with no server running, a copy of the file and its WAL as the kill left them is
 checked (integrity_check, foreign keys, what `memproc index verify` checks); the next server
-recovers the original. A last server checks the last trial and must then exit 0 on EOF.
+recovers the original. A last server checks the last trial (with an embedder, it also waits for
+the backfill to bring every vector up to date) and must then exit 0 on EOF.
 
 An acknowledgement is a success response received by the driver. A write whose response never
 arrived may or may not have been applied; it must be absent or whole, never partial.
@@ -56,11 +57,18 @@ from typing import Any
 
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
 from client import Client, ServerError, check_stream, clean_env, empty_models_dir, memproc_argv
-from crash_checks import Tally, check_crashed_file, check_file, verify_after_restart
+from crash_checks import (
+    Tally,
+    check_crashed_file,
+    check_file,
+    vectors_pending,
+    verify_after_restart,
+)
 from crash_workload import Ledger, Workload, Write
 
 REPO_MODELS = Path(__file__).resolve().parents[2] / ".cache" / "models"
 RESPONSE_TIMEOUT = 120.0
+BACKFILL_POLL_S = 0.05
 # The figures that must be 0 for the run to pass.
 MUST_BE_ZERO = (
     "writes_lost",
@@ -112,6 +120,7 @@ class Run:
     truncated_lines: int = 0
     write_seconds: float = 0.0
     memories_with_vectors: int = 0
+    vectors_pending_at_end: int = 0
 
     def start_server(self) -> Client:
         self.servers += 1
@@ -161,7 +170,7 @@ def _run_trials(state: Run, trials: int) -> None:
         server = state.start_server()
         try:
             verify_after_restart(server, state.ledger, last.pending, last.acknowledged, state.tally)
-            if state.with_embedder:
+            if state.with_embedder and state.rng.random() < 0.5:
                 _wait_for_embedder(state, server)
             last = _drive_until_killed(state, server, workload)
         finally:
@@ -172,9 +181,10 @@ def _run_trials(state: Run, trials: int) -> None:
 
 
 def _wait_for_embedder(state: Run, server: Client) -> None:
-    """Writes made before the model is ready carry no vectors (the backfill adds them later);
-    waiting makes the trial's writes store vectors in their own transactions, while the
-    backfill of the earlier ones runs beside them."""
+    """Writes made before the model is ready carry no vectors, and the backfill adds them
+    once it is. Half of the trials wait, so that their writes store vectors in their own
+    transactions; the other half write at once, leaving work for the next server's backfill,
+    which then runs beside that trial's writes and may be killed too."""
     component = server.wait_component("embedder", timeout=RESPONSE_TIMEOUT)
     if component["state"] != "ready":
         state.tally.note("errors", f"the embedder did not load: {component}")
@@ -185,6 +195,9 @@ def _final_check(state: Run, last: Trial) -> None:
     server = state.start_server()
     try:
         verify_after_restart(server, state.ledger, last.pending, last.acknowledged, state.tally)
+        if state.with_embedder:
+            _wait_for_embedder(state, server)
+            _wait_for_backfill(state, server)
         status = server.finish(timeout=RESPONSE_TIMEOUT)
         if status != 0:
             state.tally.note("errors", f"the last server exited with status {status}")
@@ -195,6 +208,19 @@ def _final_check(state: Run, last: Trial) -> None:
     state.memories_with_vectors = sum(
         report.memories_searchable - embedder.missing_or_stale for embedder in report.embedders
     )
+    state.vectors_pending_at_end = sum(embedder.missing_or_stale for embedder in report.embedders)
+
+
+def _wait_for_backfill(state: Run, server: Client) -> None:
+    """After all the kills, a server left alone must bring every vector up to date: poll the
+    file (beside the running server) until nothing is pending, pacing with a round trip."""
+    deadline = time.monotonic() + RESPONSE_TIMEOUT
+    while vectors_pending(state.db):
+        if time.monotonic() > deadline:
+            state.tally.note("errors", "the backfill did not catch up")
+            return
+        server.ping()
+        time.sleep(BACKFILL_POLL_S)
 
 
 # -- one trial: write until killed -------------------------------------------------------------
@@ -317,6 +343,7 @@ def _figures(state: Run, trials: int, models_dir: Path | None, seconds: float) -
         "truncated_response_lines": state.truncated_lines,
         "records_at_end": state.ledger.size(),
         "memories_with_vectors": state.memories_with_vectors,
+        "vectors_pending_at_end": state.vectors_pending_at_end,
         "wall_s": round(seconds, 1),
         "problems": tally.problems[:50],
     }
