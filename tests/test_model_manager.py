@@ -7,6 +7,7 @@ that blocks on a threading.Event the test releases. Nothing sleeps.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +256,36 @@ def test_a_load_that_raises_fails_without_firing_on_ready(
         "detail": {"name": "minilm-l6-int8"},
     }
     assert ready == []
+
+
+def test_the_model_is_handed_out_before_the_state_says_ready(
+    models_dir: Path, minilm_dir: Path
+) -> None:
+    """A client that sees `ready` in server.info and then writes must get vectors: a write asks
+    get(wait_s=0), so there must be no moment when the state says ready and get() still says
+    loading (such a write was stored without vectors, after the backfill had already looked).
+    The "model ready" log line is emitted right after the state changes: probe there."""
+    link_minilm(models_dir, minilm_dir)
+    manager = ModelManager(str(models_dir), "auto", "none", threads=1)
+    seen: list[tuple[str, str]] = []
+
+    class AtReady(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "model ready":
+                state = manager.states()["embedder"]["state"]
+                try:
+                    manager.get("embedder", wait_s=0)
+                    seen.append((state, "handed out"))
+                except NotReady:
+                    seen.append((state, "not ready"))
+
+    logger = logging.getLogger("memproc.models")
+    probe, level = AtReady(), logger.level
+    logger.addHandler(probe)
+    logger.setLevel(logging.INFO)
+    try:
+        manager.load_now()
+    finally:
+        logger.removeHandler(probe)
+        logger.setLevel(level)
+    assert seen == [("ready", "handed out")]

@@ -121,7 +121,11 @@ class ModelManager:
             slot.state, slot.reason = "failed", f"unexpected: {type(exc).__name__}"
             log.exception("model failed to load", extra={"kind": slot.kind})
         else:
-            slot.state, slot.load_seconds = "ready", time.perf_counter() - started
+            slot.load_seconds = time.perf_counter() - started
+            # Settled first: once the state says ready, get(wait_s=0) must hand the model out,
+            # or a write sent on seeing "ready" is stored without vectors.
+            slot.settled.set()
+            slot.state = "ready"
             log.info("model ready", extra={"kind": slot.kind, "model": slot.name})
         finally:
             slot.settled.set()

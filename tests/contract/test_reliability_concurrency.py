@@ -1,0 +1,54 @@
+"""Concurrency, CI-sized: four `memproc serve` processes on one database file, writing and
+searching at once; every write present once, no error but a retried storage_busy.
+
+The driver is tests/stress/stress_concurrency.py; its long mode runs 4 x 1,000 writes and prints
+the figures benchmarks/RELIABILITY.md reports. The two-process test in
+test_contract_concurrency.py stays as the small, direct case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import stress_concurrency
+from stress_concurrency import MUST_BE_ZERO, Sizes
+
+
+def check_figures(figures: dict[str, Any], sizes: Sizes) -> None:
+    assert figures["problems"] == []
+    assert {name: figures[name] for name in MUST_BE_ZERO} == dict.fromkeys(MUST_BE_ZERO, 0)
+    own = sizes.processes * sizes.writes
+    assert figures["own_writes_acknowledged"] == own
+    assert figures["memories_expected"] == figures["memories_present"] == own + sizes.shared
+    assert figures["shared_attempts"] == sizes.processes * sizes.shared
+    assert figures["replays"] == sizes.processes * (sizes.writes // sizes.replay_every)
+    assert figures["searches"] == sizes.processes * -(-sizes.writes // sizes.search_every)
+
+
+def record(figures: dict[str, Any], record_property: Callable[[str, object], None]) -> None:
+    for name, value in figures.items():
+        if isinstance(value, int | float | str):
+            record_property(name, value)
+
+
+def test_four_processes_on_one_file_lose_and_duplicate_nothing(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    sizes = Sizes(processes=4, writes=100, shared=10)
+    figures = stress_concurrency.run(sizes=sizes, seed=4, directory=tmp_path)
+    record(figures, record_property)
+    check_figures(figures, sizes)
+
+
+def test_storage_busy_is_retried_until_every_write_lands(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    """A 1 ms busy timeout makes the processes refuse each other's lock: the writes come back
+    -32000, retryable, and the same request sent again lands once, without duplicates."""
+    sizes = Sizes(processes=4, writes=50, shared=10)
+    figures = stress_concurrency.run(sizes=sizes, seed=5, busy_timeout_ms=1, directory=tmp_path)
+    record(figures, record_property)
+    check_figures(figures, sizes)
+    assert figures["busy_retries"] > 0
