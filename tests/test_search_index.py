@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memproc.ops import embedding
 from memproc.ops import memory as memory_ops
 from memproc.protocol.messages import (
     ForgetParams,
@@ -39,6 +40,7 @@ from searchkit import (
     remember_all,
     search,
     seq_of,
+    settle,
     verify,
 )
 
@@ -76,6 +78,21 @@ def test_backfill_without_an_embedder_does_nothing(open_runtime: Callable[..., R
     runtime = open_runtime(embedder="none")
     remember_all(runtime, CORPUS)
     assert runtime.backfill() == 0
+
+
+def test_a_write_that_began_before_the_embedder_was_ready_is_embedded_after_it_commits(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race: a write finds no ready embedder, the model becomes ready and its backfill
+    # counts pending memories, then the write commits. Here the embedder is ready from the
+    # start and its backfill has nothing to do; the write is made to see "not ready".
+    assert rt.backfill() == 0
+    monkeypatch.setattr(embedding, "ready_index", lambda ctx: None)
+    late = remember(rt, CORPUS["cat"])
+    monkeypatch.undo()
+    settle()
+    assert count(rt, "SELECT count(*) FROM memory_embeddings") == 1
+    assert ids(search(rt, PARAPHRASE, mode="dense")) == [late]
 
 
 # -- verify and repair -----------------------------------------------------------------------

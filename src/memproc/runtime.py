@@ -48,6 +48,9 @@ class Runtime:
         self._dense_caches: dict[int, DenseCache] = {}
         self._closing = threading.Event()
         self._background_threads: list[threading.Thread] = []
+        # One backfill at a time; a request while it runs asks it for another pass.
+        self._backfill_running = False
+        self._backfill_again = False
 
     def open_store(self) -> None:
         """Try to open the store now; remember why if it fails."""
@@ -103,7 +106,40 @@ class Runtime:
 
     def _on_model_ready(self, kind: str, model: Any) -> None:
         if kind == "embedder":
-            self._in_background(self.backfill, "memproc-backfill")
+            self.request_backfill()
+
+    def wrote_without_vectors(self) -> None:
+        """A write stored memories without vectors: no embedder was ready when it began.
+
+        Why this is not enough to leave to the backfill that readiness starts: that backfill
+        may count the pending memories before this write commits, and then it would stay
+        unsearchable by meaning until the next start. Called after the commit, so if the
+        embedder is ready now, one more pass is sure to see the write.
+        """
+        if self.vector_index(0.0, required=False) is not None:
+            self.request_backfill()
+
+    def request_backfill(self) -> None:
+        """Start a backfill on a background thread, or, if one runs, have it pass again."""
+        with self._store_lock:
+            if self._backfill_running:
+                self._backfill_again = True
+                return
+            self._backfill_running = True
+        self._in_background(self._backfill_until_caught_up, "memproc-backfill")
+
+    def _backfill_until_caught_up(self) -> None:
+        try:
+            while not self._closing.is_set():
+                self.backfill()
+                with self._store_lock:  # a request now either sees running or is seen here
+                    if not self._backfill_again:
+                        self._backfill_running = False
+                        return
+                    self._backfill_again = False
+        finally:
+            with self._store_lock:
+                self._backfill_running = False
 
     def backfill(self) -> int:
         """Embed memories that lack vectors for the current embedder, reporting progress as

@@ -64,6 +64,8 @@ def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[Reme
                 results.append(RememberResult(id=existing, created=False))
                 continue
             results.append(RememberResult(id=insert(conn, new, index, vectors), created=True))
+    if any(result.created for result in results):
+        embedding.wrote(ctx, index)
     return results
 
 

@@ -25,6 +25,13 @@ def ready_index(ctx: OpContext) -> VectorIndex | None:
     return ctx.runtime.vector_index(wait_s=0.0, required=False)
 
 
+def wrote(ctx: OpContext, index: VectorIndex | None) -> None:
+    """After a write commits: if it stored memories without vectors, make sure a backfill
+    pass will see them (see Runtime.wrote_without_vectors)."""
+    if index is None:
+        ctx.runtime.wrote_without_vectors()
+
+
 def embed(index: VectorIndex, texts: Sequence[Text]) -> dict[Text, list[bytes]]:
     """Vectors for each distinct (content, context), then registers the embedder (its own
     short write) so that the caller's write does not have to."""

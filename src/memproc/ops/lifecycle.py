@@ -209,6 +209,8 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
             source=params.source,
             successor=successor,
         )
+    if new is not None:
+        embedding.wrote(ctx, index)
     return TransitionResult(
         id=record.id,
         status=moved.status,

@@ -60,6 +60,8 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
                 text=text,
                 vectors=vectors[text],
             )
+    if text[0] != record.content:
+        embedding.wrote(ctx, index)
     return EditResult(id=record.id, revision=revision, changed=True)
 
 
