@@ -180,16 +180,21 @@ class Runtime:
         reason = None if self._store_error is None else self._store_error.data.get("reason")
         return "failed", reason
 
-    def close(self, wait_s: float = 30.0) -> None:
-        """Stop background work (it checks between batches), wait for it, close the store:
-        closing a connection another thread is reading through would fail in that thread."""
+    def stop_background(self, wait_s: float = 30.0) -> bool:
+        """Ask background work to stop (it checks between batches) and wait for it; False if
+        some is still running after `wait_s`."""
         self._closing.set()
         deadline = time.monotonic() + wait_s
         with self._store_lock:
             threads = list(self._background_threads)
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in threads):
+        return not any(thread.is_alive() for thread in threads)
+
+    def close(self, wait_s: float = 30.0) -> None:
+        """Stop background work, then close the store: closing a connection another thread is
+        reading through would fail in that thread."""
+        if not self.stop_background(wait_s):
             log.warning("background work still running at close; leaving the store open")
             return
         with self._store_lock:
