@@ -34,6 +34,7 @@ def test_eof_answers_all_50_in_flight_and_keeps_every_write(
 
 def test_eof_held_had_all_50_in_flight_at_eof(figures: dict[str, Any]) -> None:
     assert figures["eof_held"]["in_flight_at_eof"] == 50
+    assert figures["eof_held"]["server_in_flight_at_eof"] == 50
 
 
 @pytest.mark.parametrize("scenario", ["sigterm_cooperative", "sigterm_stubborn"])

@@ -80,6 +80,7 @@ def run(
     requests: int = 400,
     in_flight: int = 64,
     small_bound: int = 16,
+    live_bound: int = 48,
     live_requests: int = 200,
     ping_interval_s: float = 0.01,
     seed: int = 6,
@@ -109,7 +110,7 @@ def run(
         figures["bounds"] = [
             _held_burst(servers, in_flight, bound=in_flight),
             _held_burst(servers, in_flight, bound=small_bound),
-            _live_beyond_bound(servers, models_dir, live, live_requests, in_flight, small_bound),
+            _live_beyond_bound(servers, models_dir, live, live_requests, in_flight, live_bound),
         ]
         return figures
     finally:
@@ -194,21 +195,25 @@ def _live_beyond_bound(
     window: int,
     bound: int,
 ) -> dict[str, Any]:
-    """The real stream with more in flight than the queue holds."""
+    """The real stream with more in flight than the queue holds; refused requests are sent
+    again, as a client should (-32011 is retryable), until every one is served."""
     server = servers.start("--models-dir", str(models_dir), "--max-pending", str(bound))
     server.wait_component("embedder", WAIT_S)
-    sent = _keep_in_flight(server, stream, total, window)
-    figures = _tally(server, sent)
+    sent = _keep_in_flight(server, stream, total, window, retry_refused=True)
     _finish(server)
     refused = [r for r in sent if _code(server, r["id"]) == OVERLOADED]
+    final = [r for r in sent if _code(server, r["id"]) != OVERLOADED]
     return {
         "mode": "live",
         "max_pending": bound,
         "in_flight": window,
-        "sent": total,
+        "requests": total,
+        "served": sum(1 for r in final if _code(server, r["id"]) is None),
         "overloaded": len(refused),
         "refused_below_bound": sum(1 for r in refused if r["others_in_flight"] < bound),
-        "errors_by_code": figures["errors_by_code"],
+        "fewest_others_in_flight_when_refused": min(
+            (r["others_in_flight"] for r in refused), default=None
+        ),
     }
 
 
@@ -216,21 +221,39 @@ def _live_beyond_bound(
 
 
 def _keep_in_flight(
-    server: TimedClient, stream: RequestStream, total: int, window: int
+    server: TimedClient,
+    stream: RequestStream,
+    total: int,
+    window: int,
+    *,
+    retry_refused: bool = False,
 ) -> list[dict[str, Any]]:
-    """Send `total` requests, never more than `window` unanswered; each record notes its
-    method, send time and how many others were in flight when it was sent."""
-    outstanding: set[Any] = set()
+    """Send `total` requests, never more than `window` unanswered; one record per attempt:
+    its method, send time and how many others were in flight when it was sent.
+
+    With `retry_refused`, a refused request is sent again, as a polite client would, and the
+    window shrinks to what the server had accepted when it refused (at least one)."""
+    outstanding: dict[Any, tuple[str, dict[str, Any]]] = {}
+    again: list[tuple[str, dict[str, Any]]] = []
     sent: list[dict[str, Any]] = []
-    while len(sent) < total or outstanding:
-        while len(sent) < total and len(outstanding) < window:
-            method, params = stream.next()
+    fresh = 0
+    while fresh < total or again or outstanding:
+        while (fresh < total or again) and len(outstanding) < window:
+            if again:
+                method, params = again.pop()
+            else:
+                method, params = stream.next()
+                fresh += 1
             record = {"method": method, "others_in_flight": len(outstanding)}
             record["sent"] = time.monotonic()
             record["id"] = server.request(method, params)
-            outstanding.add(record["id"])
+            outstanding[record["id"]] = (method, params)
             sent.append(record)
-        outstanding.discard(server.done.get(timeout=WAIT_S))
+        answered = server.done.get(timeout=WAIT_S)
+        request = outstanding.pop(answered, None)
+        if retry_refused and request is not None and _code(server, answered) == OVERLOADED:
+            again.append(request)
+            window = max(1, len(outstanding))
     return sent
 
 
@@ -290,8 +313,8 @@ def _missing(server: TimedClient, written: list[str]) -> int:
 
 
 def _code(server: Client, request_id: Any) -> int | None:
-    """The error code of the request's first answer (None for a result)."""
-    response = server.responses(request_id)[0]
+    """The error code of the request's answer (None for a result)."""
+    response = server.wait_for(request_id, timeout=0)  # answered already: no wait
     return response["error"]["code"] if "error" in response else None
 
 
@@ -311,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=5_000)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--small-bound", type=int, default=16)
+    parser.add_argument("--live-bound", type=int, default=48)
     parser.add_argument("--live-requests", type=int, default=1_000)
     parser.add_argument("--models-dir", type=Path, default=REPO / ".cache" / "models")
     parser.add_argument("--seed", type=int, default=6)
@@ -323,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             requests=args.requests,
             in_flight=args.in_flight,
             small_bound=args.small_bound,
+            live_bound=args.live_bound,
             live_requests=args.live_requests,
             seed=args.seed,
         )

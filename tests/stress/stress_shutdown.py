@@ -32,9 +32,11 @@ from typing import Any
 import _paths  # noqa: F401
 import apsw
 from client import SLOW_SERVER, Client, check_stream, clean_env, memproc_argv
+from orphan_parent import LONG_TEXT
 from orphan_parent import MODES as ORPHAN_MODES
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 ORPHAN_PARENT = HERE / "orphan_parent.py"
 CANCELLED = -32800
 SCOPE = "s"
@@ -80,8 +82,11 @@ class Servers:
             server.close()
 
 
-def run(workdir: Path, *, in_flight: int = 50, orphan_trials: int = 4) -> dict[str, Any]:
-    """Every scenario once (the orphan trials cycle through the modes); the figures."""
+def run(
+    workdir: Path, *, in_flight: int = 50, orphan_trials: int = 4, models_dir: Path | None = None
+) -> dict[str, Any]:
+    """Every scenario once (the orphan trials cycle through the modes); the figures. With a
+    models directory, also SIGTERM and a killed parent during a real embedding."""
     figures: dict[str, Any] = {}
     with Servers(workdir, "eof-held") as servers:
         figures["eof_held"] = _eof_held(servers, in_flight)
@@ -91,8 +96,15 @@ def run(workdir: Path, *, in_flight: int = 50, orphan_trials: int = 4) -> dict[s
         figures["sigterm_cooperative"] = _sigterm(servers, stubborn=False)
     with Servers(workdir, "sigterm-stubborn") as servers:
         figures["sigterm_stubborn"] = _sigterm(servers, stubborn=True)
+    if models_dir is not None:
+        with Servers(workdir, "sigterm-embedding") as servers:
+            figures["sigterm_embedding"] = _sigterm_embedding(servers, models_dir)
     figures["stdout_closed"] = _stdout_closed(workdir / "stdout-closed")
-    trials = [_orphan(workdir / f"orphan-{i}", i) for i in range(orphan_trials)]
+    modes = ORPHAN_MODES + (("embedding",) if models_dir is not None else ())
+    trials = [
+        _orphan(workdir / f"orphan-{i}", modes[i % len(modes)], i // len(modes), models_dir)
+        for i in range(orphan_trials)
+    ]
     figures["orphans"] = {
         "trials": len(trials),
         "survivors": sum(1 for t in trials if t["survived"]),
@@ -159,6 +171,7 @@ def _eof_held(servers: Servers, count: int) -> dict[str, Any]:
     status = server.wait_exit(WAIT_S)
     figures = _outcome(server, sent, status)
     figures["in_flight_at_eof"] = count - answered_before_release
+    figures["server_in_flight_at_eof"] = _logged_in_flight(server)
     figures["missing_after_restart"] = _missing(servers.start(), server, sent)
     return figures
 
@@ -177,6 +190,7 @@ def _eof_pipelined(servers: Servers, count: int) -> dict[str, Any]:
     server.close_stdin()
     status = server.wait_exit(WAIT_S)
     figures = _outcome(server, sent, status)
+    figures["server_in_flight_at_eof"] = _logged_in_flight(server)
     figures["missing_after_restart"] = _missing(servers.start(), server, sent)
     return figures
 
@@ -214,6 +228,38 @@ def _sigterm(servers: Servers, *, stubborn: bool) -> dict[str, Any]:
     return figures
 
 
+def _sigterm_embedding(servers: Servers, models_dir: Path) -> dict[str, Any]:
+    """SIGTERM while the real model embeds a large batch (it does not look at cancellation
+    while it runs): the batch is answered, -32800 and absent or a result and present."""
+    deadline = {"MEMPROC_SHUTDOWN_DEADLINE_S": str(DEADLINE_S)}
+    server = servers.start("--models-dir", str(models_dir), **deadline)
+    embedder = server.wait_component("embedder", WAIT_S)
+    if embedder["state"] != "ready":
+        raise AssertionError(f"the embedder did not load: {embedder}")
+    items = [{"kind": "note", "content": f"{i}: {LONG_TEXT}"} for i in range(300)]
+    batch = ("memory.remember_batch", {"scope": SCOPE, "items": items})
+    sent = [(server.request(method, params), method, params) for method, params in [batch]]
+    for method, params in _mixed_requests(10, "embedding"):
+        sent.append((server.request(method, params), method, params))
+    server.ping()
+    started = time.monotonic()
+    server.terminate()
+    status = server.wait_exit(WAIT_S)
+    figures = _outcome(server, sent, status)
+    figures["exit_s"] = round(time.monotonic() - started, 2)
+    figures["deadline_s"] = DEADLINE_S
+    answers = server.responses(sent[0][0])
+    restarted = servers.start()
+    stored = _stored_contents(restarted)
+    restarted.finish(WAIT_S)
+    if not answers:
+        figures["batch"] = "unanswered"
+    else:
+        figures["batch"] = "applied" if "result" in answers[0] else answers[0]["error"]["code"]
+    figures["batch_items_stored"] = sum(1 for item in items if item["content"] in stored)
+    return figures
+
+
 # -- outcomes ----------------------------------------------------------------------------------
 
 
@@ -233,6 +279,16 @@ def _outcome(server: Client, sent: list[Any], status: int) -> dict[str, Any]:
         "exit_status": status,
         "errors_by_code": dict(sorted(errors.items())),
     }
+
+
+def _logged_in_flight(server: Client) -> int | None:
+    """How many requests the server itself counted in flight when its input closed."""
+    for line in server.stderr_text().splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            if entry.get("msg", "").startswith("input closed"):
+                return int(entry["in_flight"])
+    return None
 
 
 def _acknowledged(server: Client, sent: list[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -289,14 +345,17 @@ def _stored_contents(server: Client) -> set[str]:
 # -- orphans -----------------------------------------------------------------------------------
 
 
-def _orphan(workdir: Path, trial: int) -> dict[str, Any]:
-    """Kill a harness that holds the server's pipes; time how long the server outlives it."""
+def _orphan(workdir: Path, mode: str, round_: int, models_dir: Path | None) -> dict[str, Any]:
+    """Kill a harness that holds the server's pipes; time how long the server outlives it.
+    Odd rounds give the server's stderr to the parent as a pipe, which dies with it too."""
     workdir.mkdir()
-    mode = ORPHAN_MODES[trial % len(ORPHAN_MODES)]
-    stderr = ("file", "pipe")[(trial // len(ORPHAN_MODES)) % 2]
+    stderr = ("file", "pipe")[round_ % 2]
+    argv = [sys.executable, str(ORPHAN_PARENT), str(workdir), mode, stderr]
+    if mode == "embedding":
+        argv.append(str(models_dir))
     with open(workdir / "parent.err", "wb") as parent_err:
         parent = subprocess.Popen(
-            [sys.executable, str(ORPHAN_PARENT), str(workdir), mode, stderr],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=parent_err,
@@ -393,10 +452,16 @@ def _integrity(db: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--in-flight", type=int, default=50)
-    parser.add_argument("--orphan-trials", type=int, default=24)
+    parser.add_argument("--orphan-trials", type=int, default=20)
+    parser.add_argument("--models-dir", type=Path, default=REPO / ".cache" / "models")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="memproc-shutdown-") as tmp:
-        figures = run(Path(tmp), in_flight=args.in_flight, orphan_trials=args.orphan_trials)
+        figures = run(
+            Path(tmp),
+            in_flight=args.in_flight,
+            orphan_trials=args.orphan_trials,
+            models_dir=args.models_dir,
+        )
     json.dump(figures, sys.stdout, indent=2)
     print()
     return 0

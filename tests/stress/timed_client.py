@@ -31,20 +31,21 @@ class TimedClient(Client):
         super().__init__(*args, **kwargs)
 
     def _record(self, raw: bytes) -> None:
+        """Stamp first; queue the id only once the response is recorded, so that whoever takes
+        it from `done` finds the response there."""
         now = time.monotonic()
         try:
             message = json.loads(raw)
         except ValueError:
             message = None
-        if isinstance(message, dict):
-            if message.get("method") == "notifications/progress":
-                self.progress = message.get("params")
-            elif message.get("id") is not None:
-                key = json.dumps(message["id"])
-                self.arrived[key] = now
-                if not _is_ping_id(message["id"]):
-                    self.done.put(message["id"])
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if request_id is not None:
+            self.arrived[json.dumps(request_id)] = now
+        elif isinstance(message, dict) and message.get("method") == "notifications/progress":
+            self.progress = message.get("params")
         super()._record(raw)
+        if request_id is not None and not _is_ping_id(request_id):
+            self.done.put(request_id)
 
     def wait_progress_done(self, timeout: float) -> dict[str, Any]:
         """The last progress notification, once one says done == total (the backfill ended)."""
