@@ -84,6 +84,9 @@ class Service:
         self._input_done = threading.Event()
         self._deadline: float | None = None  # set once: by a signal or a vanished reader
         self._stopped = threading.Event()
+        # True after run() if threads were left inside work they would not stop (the caller
+        # must then end the process without tearing the interpreter down under them).
+        self.left_running = False
         self._accepting = True
         self._ctx = OpContext(runtime=runtime)
         runtime.cancel_request = self.cancel
@@ -164,8 +167,9 @@ class Service:
         if any(worker.is_alive() for worker in self._workers):
             log.warning("requests still running at exit; leaving the store open")
             self.runtime.stop_background(wait_s)
+            self.left_running = True
         else:
-            self.runtime.close(wait_s)
+            self.left_running = not self.runtime.close(wait_s)
 
     def _cancel_everything(self) -> None:
         with self._lock:

@@ -1,6 +1,7 @@
-"""The process always exits once it should: past the shutdown deadline, work that ignores its
-cancellation is answered -32800 and left behind; a SIGTERM after end of input still bounds the
-drain; and a stdout nobody reads any more (the harness died) ends the process by itself.
+"""The process always exits once it should, with status 0: past the shutdown deadline, work that
+ignores its cancellation is answered -32800 and left behind; a SIGTERM after end of input still
+bounds the drain; a stdout nobody reads any more (the harness died) ends the process by itself;
+and neither a model being loaded nor one being run makes the exit crash.
 
 The waits below are generous ceilings, far above the deadline, not latency targets: without
 these guarantees the process would run until the blocked handler's 30 s safety release.
@@ -18,6 +19,17 @@ from client import SLOW_SERVER, Client, Spawn, assert_error, clean_env, memproc_
 
 DEADLINE = {"MEMPROC_SHUTDOWN_DEADLINE_S": "0.5"}
 EXIT_CEILING_S = 10.0  # slow_server releases a blocked handler after 30 s on its own
+
+
+LONG_NOTE = " ".join(f"Sentence {i} of a long note about the deploy pipeline." for i in range(30))
+
+
+def with_minilm(tmp_path: Path, minilm_dir: Path) -> Path:
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    if not (models / minilm_dir.name).exists():
+        (models / minilm_dir.name).symlink_to(minilm_dir, target_is_directory=True)
+    return models
 
 
 def stubborn_write(server: Client, name: str) -> str:
@@ -49,6 +61,43 @@ def test_sigterm_after_end_of_input_still_bounds_the_drain(spawn: Spawn) -> None
     server.terminate()
     assert server.wait_exit(EXIT_CEILING_S) == 0
     assert_error(server.wait_for(blocked), -32800)
+
+
+def test_sigterm_while_the_model_embeds_a_batch_exits_0(
+    spawn: Spawn, tmp_path: Path, minilm_dir: Path
+) -> None:
+    """The model run ignores cancellation: the batch is answered -32800 (not applied) and the
+    process ends with the model still running, without crashing (onnxruntime aborts the
+    process if the interpreter is torn down under it)."""
+    server = spawn("--models-dir", str(with_minilm(tmp_path, minilm_dir)), env=DEADLINE)
+    assert server.wait_component("embedder", 60)["state"] == "ready"
+    items = [{"kind": "note", "content": f"{i}: {LONG_NOTE}"} for i in range(300)]
+    batch = server.request("memory.remember_batch", {"scope": "s", "items": items})
+    server.ping()
+    server.terminate()
+    assert server.wait_exit(EXIT_CEILING_S) == 0
+    answer = server.wait_for(batch)
+    stored = spawn().result("memory.list", {"scope": "s"})["items"]
+    assert len(stored) == (len(items) if "result" in answer else 0)
+
+
+def test_sigterm_or_eof_while_the_model_loads_exits_0(
+    spawn: Spawn, tmp_path: Path, minilm_dir: Path
+) -> None:
+    """Several servers, each stopped at a different point of its model load (the sleeps only
+    spread the signals over the load; they make nothing pass). Before the load was waited
+    for, about a third of them died of SIGABRT."""
+    models = str(with_minilm(tmp_path, minilm_dir))
+    servers = [spawn("--models-dir", models) for _ in range(6)]
+    for server in servers:
+        server.ping()
+    for number, server in enumerate(servers):
+        time.sleep(0.1)
+        if number % 2:
+            server.terminate()
+        else:
+            server.close_stdin()
+    assert [server.wait_exit(EXIT_CEILING_S) for server in servers] == [0] * len(servers)
 
 
 class Bare:
