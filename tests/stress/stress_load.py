@@ -10,8 +10,9 @@ What it shows, against real parts only (a real process, a real SQLite file, real
    write is stored.
 3. Bounds: with a small `--max-pending`, -32011 appears only beyond it. Held: one worker is
    blocked (tests/contract/slow_server.py), a burst is sent, and exactly `burst - bound` are
-   refused, the last ones. Live: the real stream with a window larger than the bound; every
-   refused request had at least `bound` others in flight when it was sent.
+   refused, the last ones. Live: the real stream with a window larger than the bound, refused
+   requests sent again until all are served; every refused request had at least `bound`
+   others in flight when it was sent (the client cannot see the server's queue, only this).
 
 Long mode: `.venv/bin/python tests/stress/stress_load.py --help`.
 """
