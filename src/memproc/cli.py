@@ -9,6 +9,7 @@ results (the table of `models list`, the directory a model was installed in).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -120,7 +121,15 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(config.log_level)
     runtime = Runtime(config)
     runtime.open_store()
-    return Service(runtime, in_fd=0, out_fd=protocol_fd).run(on_serving=runtime.start_models)
+    service = Service(runtime, in_fd=0, out_fd=protocol_fd)
+    status = service.run(on_serving=runtime.start_models)
+    if service.left_running:
+        # Threads still inside work they would not stop (a model run, a write waiting for its
+        # lock): tearing the interpreter down under them can crash native code (onnxruntime
+        # aborts). Everything owed has been answered and SQLite needs no shutdown: leave now.
+        logging.shutdown()
+        os._exit(status)
+    return status
 
 
 def _schema(args: argparse.Namespace) -> int:

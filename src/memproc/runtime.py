@@ -181,14 +181,16 @@ class Runtime:
         return cache
 
     def _in_background(self, work: Callable[[], object], name: str) -> None:
-        """Run store work on a daemon thread that close() waits for."""
-        if self._closing.is_set():
-            return
-        thread = threading.Thread(target=work, name=name, daemon=True)
+        """Run store work on a daemon thread that close() waits for. Checked and started
+        under the lock, so close() never sees a thread it cannot join (not started yet) and
+        none starts once it has looked."""
         with self._store_lock:
+            if self._closing.is_set():
+                return
+            thread = threading.Thread(target=work, name=name, daemon=True)
+            thread.start()
             self._background_threads = [t for t in self._background_threads if t.is_alive()]
             self._background_threads.append(thread)
-        thread.start()
 
     def warm_dense_cache(self, row: EmbedderRow) -> None:
         """Load the in-memory copy unless it is loaded or another thread is loading it."""
@@ -220,19 +222,27 @@ class Runtime:
         reason = None if self._store_error is None else self._store_error.data.get("reason")
         return "failed", reason
 
-    def close(self, wait_s: float = 30.0) -> None:
-        """Stop background work (it checks between batches), wait for it, close the store:
-        closing a connection another thread is reading through would fail in that thread."""
-        self._closing.set()
-        deadline = time.monotonic() + wait_s
-        with self._store_lock:
+    def stop_background(self, wait_s: float = 30.0) -> bool:
+        """Ask background work to stop (it checks between batches) and wait for it and for a
+        model load in progress; False if some is still running after `wait_s`."""
+        with self._store_lock:  # with _in_background's check: no thread starts after this
+            self._closing.set()
             threads = list(self._background_threads)
+        deadline = time.monotonic() + wait_s
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in threads):
+        loaded = self.models.join(max(0.0, deadline - time.monotonic()))
+        return loaded and not any(thread.is_alive() for thread in threads)
+
+    def close(self, wait_s: float = 30.0) -> bool:
+        """Stop background work, then close the store: closing a connection another thread is
+        reading through would fail in that thread. False if background work is still running
+        (the store is then left open)."""
+        if not self.stop_background(wait_s):
             log.warning("background work still running at close; leaving the store open")
-            return
+            return False
         with self._store_lock:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+        return True

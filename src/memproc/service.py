@@ -4,12 +4,17 @@ Why this shape: a slow search must not delay `ping`, so the reader answers insta
 itself and hands the rest to workers; the queue is bounded so a flood gets `overloaded` instead
 of unbounded memory; responses go out as they finish (the `id` correlates them). Every request
 that gets past the envelope is tracked in `_inflight` until exactly one response is written.
+
+How it ends: at end of input every request already read is answered, however long that takes;
+on SIGTERM/SIGINT, or when nobody reads stdout any more (the parent died), what is still running
+after `shutdown_deadline_s` is cancelled and answered -32800, so the process always exits.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import select
 import signal
 import threading
 import time
@@ -26,6 +31,14 @@ from memproc.protocol.methods import method_catalog
 from memproc.runtime import Runtime
 
 log = logging.getLogger("memproc.service")
+
+# After the deadline, cancelled work gets this long to stop at its next check; whatever is still
+# running then is answered -32800 (its token is cancelled, so it can never commit) and left.
+CANCEL_GRACE_S = 1.0
+# How often a drain looks again at the deadline, which a signal may set while it waits.
+JOIN_SLICE_S = 0.05
+# How often the stdout watcher looks up from poll() to see whether the service has ended.
+WATCH_SLICE_MS = 500
 
 
 class Job:
@@ -62,12 +75,18 @@ class Service:
         self.runtime = runtime
         self.config = runtime.config
         self._in_fd = in_fd
+        self._out_fd = out_fd
         self._writer = LineWriter(out_fd)
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._pending = 0  # jobs queued and not yet claimed; bounded by max_pending
         self._inflight: dict[tuple[type, Any], Job] = {}
         self._lock = threading.Lock()
         self._input_done = threading.Event()
+        self._deadline: float | None = None  # set once: by a signal or a vanished reader
+        self._stopped = threading.Event()
+        # True after run() if threads were left inside work they would not stop (the caller
+        # must then end the process without tearing the interpreter down under them).
+        self.left_running = False
         self._accepting = True
         self._ctx = OpContext(runtime=runtime)
         runtime.cancel_request = self.cancel
@@ -88,42 +107,86 @@ class Service:
         `on_serving` runs once the reader is up: background work started there (model loading
         imports onnxruntime and numpy) then competes with the first requests, not with start-up.
         """
-        deadline: list[float] = []
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            log.info("signal received; shutting down", extra={"signal": signum})
-            deadline.append(time.monotonic() + self.config.shutdown_deadline_s)
-            self._input_done.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
         for worker in self._workers:
             worker.start()
         threading.Thread(target=self._read, name="memproc-reader", daemon=True).start()
+        threading.Thread(target=self._watch_stdout, name="memproc-stdout", daemon=True).start()
         if on_serving is not None:
             on_serving()
-        self._input_done.wait()
-        self._drain(deadline[0] if deadline else None)
-        self.runtime.close()
+        try:
+            self._input_done.wait()
+            self._drain()
+            self._close_runtime()
+        finally:
+            self._stopped.set()
         return 0
 
-    def _drain(self, deadline: float | None) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; shutting down", extra={"signal": signum})
+        self._stop_by_deadline()
+
+    def _stop_by_deadline(self) -> None:
+        """Stop reading; what runs past `shutdown_deadline_s` from now is cancelled. Called from
+        a signal handler too, so it takes no lock (the main thread may hold it)."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.config.shutdown_deadline_s
+        self._input_done.set()
+
+    def _drain(self) -> None:
         with self._lock:
             self._accepting = False
+            in_flight = len(self._inflight)
+        log.info("input closed; answering requests in flight", extra={"in_flight": in_flight})
+        self.runtime.stop_background(0.0)  # a backfill resumes at the next start; ask it now
         for _ in self._workers:
             self._queue.put(None)
-        for worker in self._workers:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            worker.join(remaining)
+        if self._join_workers(lambda: self._deadline):
+            return
         self._cancel_everything()
+        grace_ends = time.monotonic() + CANCEL_GRACE_S
+        if not self._join_workers(lambda: grace_ends):
+            self._answer_abandoned()
+
+    def _join_workers(self, deadline: Callable[[], float | None]) -> bool:
+        """Wait for every worker to finish its queue; False if `deadline()` passes first. It is
+        asked again every slice: a SIGTERM after end of input sets one while we wait."""
         for worker in self._workers:
-            worker.join(1.0)  # cancelled work stops at its next check
+            while worker.is_alive():
+                until = deadline()
+                if until is not None and time.monotonic() >= until:
+                    return False
+                worker.join(JOIN_SLICE_S)
+        return True
+
+    def _close_runtime(self) -> None:
+        """Close the store unless a worker is still inside a request (it may hold the write
+        lock, and closing would wait for it): then leave it to the OS, as SQLite allows."""
+        wait_s = 30.0 if self._deadline is None else CANCEL_GRACE_S
+        if any(worker.is_alive() for worker in self._workers):
+            log.warning("requests still running at exit; leaving the store open")
+            self.runtime.stop_background(wait_s)
+            self.left_running = True
+        else:
+            self.left_running = not self.runtime.close(wait_s)
 
     def _cancel_everything(self) -> None:
         with self._lock:
             jobs = list(self._inflight.values())
         for job in jobs:
             if job.cancel_if_queued():
+                self._respond(
+                    job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
+                )
+
+    def _answer_abandoned(self) -> None:
+        """Answer -32800 for work that ignored its cancellation past the grace period. Its token
+        is cancelled, so it can never commit; a sealed one is committing and will answer."""
+        with self._lock:
+            jobs = list(self._inflight.values())
+        for job in jobs:
+            if job.token.cancel():
                 self._respond(
                     job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
                 )
@@ -239,8 +302,28 @@ class Service:
 
     def _write(self, line: bytes | None) -> None:
         if line is not None and not self._writer.write(line):
+            self._reader_gone()
+
+    def _watch_stdout(self) -> None:
+        """Notice at once when nobody reads stdout (a pipe with no reader reports POLLERR, a
+        socket POLLHUP), even with nothing to write: a parent that died mid-request must not
+        leave us running that request to its end. A regular file never reports either."""
+        if not hasattr(select, "poll"):  # not on Windows: there a write fails instead
+            return
+        poller = select.poll()
+        poller.register(self._out_fd, 0)  # no events asked for: only errors are reported
+        while not self._stopped.is_set():
+            for _, events in poller.poll(WATCH_SLICE_MS):
+                if events & select.POLLNVAL:
+                    return
+                if events & (select.POLLERR | select.POLLHUP):
+                    self._reader_gone()
+                    return
+
+    def _reader_gone(self) -> None:
+        if self._deadline is None:
             log.warning("stdout closed; shutting down")
-            self._input_done.set()
+        self._stop_by_deadline()
 
 
 def _id_key(request_id: Any) -> tuple[type, Any]:

@@ -57,6 +57,7 @@ class ModelManager:
             "reranker": self._slot("reranker", reranker),
         }
         self._ready_callbacks: list[Callable[[str, Any], None]] = []
+        self._loader: threading.Thread | None = None
 
     def _slot(self, kind: ModelKind, requested: str) -> ModelSlot:
         if requested == "none":
@@ -92,7 +93,17 @@ class ModelManager:
         self._ready_callbacks.append(callback)
 
     def start(self) -> None:
-        threading.Thread(target=self._load_all, name="memproc-models", daemon=True).start()
+        self._loader = threading.Thread(target=self._load_all, name="memproc-models", daemon=True)
+        self._loader.start()
+
+    def join(self, timeout: float) -> bool:
+        """Wait for loading to finish (it cannot be interrupted); False if it is still going.
+        The process must not exit under a load in progress: onnxruntime aborts if the
+        interpreter is torn down while it builds a session."""
+        if self._loader is None:
+            return True
+        self._loader.join(timeout)
+        return not self._loader.is_alive()
 
     def load_now(self) -> None:
         """Load synchronously (for the CLI and tests)."""
