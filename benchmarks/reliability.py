@@ -1,0 +1,162 @@
+"""Every reliability suite of issue 6 at full size, one after another, with one summary.
+
+Each suite is a driver in tests/stress/ (the contract tests run the same drivers small); this
+runs each as its own command, exactly as `benchmarks/RELIABILITY.md` quotes it, collects the
+JSON figures it prints, and prints the lines that page reports. A suite whose invariants
+broke exits non-zero, and so does this.
+
+    .venv/bin/python benchmarks/reliability.py                 # all suites, about 15 minutes
+    .venv/bin/python benchmarks/reliability.py --suites crash,faults --out figures.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STRESS = ROOT / "tests" / "stress"
+
+Figures = dict[str, Any]
+
+# suite -> the driver's arguments for its full-size run
+SUITES: dict[str, list[str]] = {
+    "fuzz": ["stress_fuzz.py", "--lines", "100000"],
+    "paths": ["stress_paths.py"],
+    "crash": ["stress_crash.py", "--trials", "24"],
+    "concurrency": ["stress_concurrency.py"],
+    "load": ["stress_load.py"],
+    "shutdown": ["stress_shutdown.py"],
+    "faults": ["stress_faults.py"],
+}
+
+
+def run_suite(name: str) -> tuple[int, list[Figures], float]:
+    """(exit status, every JSON document the driver printed, seconds)."""
+    command = [sys.executable, str(STRESS / SUITES[name][0]), *SUITES[name][1:]]
+    print(f"== {name}: {' '.join(SUITES[name])}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    return done.returncode, json_documents(done.stdout), time.perf_counter() - started
+
+
+def json_documents(text: str) -> list[Figures]:
+    """The JSON objects in a driver's output, in order (drivers print one per configuration)."""
+    decoder, documents, position = json.JSONDecoder(), [], 0
+    while (start := text.find("{", position)) != -1:
+        try:
+            document, position = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            position = start + 1
+            continue
+        if isinstance(document, dict):
+            documents.append(document)
+    return documents
+
+
+def pick(figures: Figures, *names: str) -> str:
+    return ", ".join(f"{name} {figures[name]}" for name in names if name in figures)
+
+
+def summarise_crash(figures: Figures) -> str:
+    setting = f"synchronous={figures.get('synchronous')}, embedder={figures.get('embedder')}"
+    kept = pick(
+        figures,
+        "trials",
+        "kills",
+        "kills_with_writes_in_flight",
+        "acknowledged_writes",
+        "records_checked",
+        "writes_lost",
+        "half_applied",
+        "integrity_failures",
+        "index_drift",
+        "replay_mismatches",
+        "errors",
+    )
+    return f"{setting}: {kept}"
+
+
+def summarise_concurrency(figures: Figures) -> str:
+    return pick(
+        figures,
+        "processes",
+        "own_writes",
+        "writes_acknowledged",
+        "memories_expected",
+        "memories_present",
+        "busy_retries",
+        "other_errors",
+        "duplicates",
+        "lost",
+        "searches",
+        "integrity_failures",
+    )
+
+
+def summarise_faults(figures: Figures) -> str:
+    lines = [f"ran {figures['ran']}, skipped {len(figures['skipped'])}"]
+    for name, fault in figures["faults"].items():
+        errors = sorted(
+            {
+                f"{seen['code']} {seen.get('reason') or seen['kind']}"
+                for seen in fault["calls"].values()
+                if isinstance(seen, dict) and "code" in seen
+            }
+        )
+        lines.append(
+            f"  {name}: {'; '.join(errors) or 'no errors'}; stayed up {fault['stayed_up']}, "
+            f"data intact {fault['data_intact']}, foreign file untouched "
+            f"{fault['foreign_file_untouched']}"
+        )
+    lines.append(f"  violations: {figures['violations'] or 'none'}")
+    return "\n".join(lines)
+
+
+def summarise_generic(figures: Figures) -> str:
+    return ", ".join(
+        f"{key} {value}" for key, value in figures.items() if isinstance(value, int | float | str)
+    )
+
+
+SUMMARIES: dict[str, Callable[[Figures], str]] = {
+    "crash": summarise_crash,
+    "concurrency": summarise_concurrency,
+    "faults": summarise_faults,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
+    parser.add_argument("--out", type=Path, help="write every suite's figures here as JSON")
+    args = parser.parse_args()
+    names = [name.strip() for name in args.suites.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(SUITES))
+    if unknown:
+        parser.error(f"unknown suites: {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    collected: dict[str, Any] = {}
+    failed = []
+    for name in names:
+        status, documents, seconds = run_suite(name)
+        collected[name] = {"exit": status, "seconds": round(seconds, 1), "figures": documents}
+        summarise = SUMMARIES.get(name, summarise_generic)
+        print(f"\n## {name} (exit {status}, {seconds:.0f} s)")
+        for document in documents:
+            print(summarise(document))
+        if status != 0 or not documents:
+            failed.append(name)
+    if args.out:
+        args.out.write_text(json.dumps(collected, indent=2) + "\n")
+    print(f"\nsuites failed: {', '.join(failed) or 'none'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
