@@ -3,8 +3,8 @@
 Why a writer of our own: the fuzzer must put on the wire things the standard encoder refuses or
 normalises away: a number token such as `1e309` or `-0` (`json.dumps` writes `Infinity` and `0`),
 an object whose keys repeat, a lone surrogate either as a `\\ud800` escape or as raw (invalid)
-UTF-8 bytes. Every draw goes through `rng`, a `random.Random` or the one hypothesis supplies
-(`st.randoms()`), so a run is reproducible from its seed.
+UTF-8 bytes. Every draw goes through `rng`, a `random.Random` seeded by the driver or a
+`TapeRandom` over bytes hypothesis drew, so a run is reproducible from its seed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,39 @@ import random
 from typing import Any
 
 Rng = random.Random
+
+
+class TapeRandom(random.Random):
+    """A Random whose draws come from `tape` (bytes hypothesis drew), then, once the tape runs
+    out, from a generator seeded with it.
+
+    Why: hypothesis insists that replaying an example makes the same draws, but how many draws a
+    fuzz line takes depends on what the server answered earlier (whether a known id exists yet).
+    Drawing the whole tape up front keeps hypothesis's side fixed whatever the server does,
+    and keeps its bias for extremes (runs of zero bytes and 0xff) in the lines."""
+
+    def __init__(self, tape: bytes) -> None:
+        super().__init__(tape)
+        self._tape = tape
+        self._at = 0
+
+    def _take(self, size: int) -> bytes | None:
+        if self._at + size > len(self._tape):
+            return None
+        self._at += size
+        return self._tape[self._at - size : self._at]
+
+    def random(self) -> float:
+        chunk = self._take(7)
+        if chunk is None:
+            return super().random()
+        return (int.from_bytes(chunk, "big") >> 3) / (1 << 53)
+
+    def getrandbits(self, k: int) -> int:
+        chunk = self._take((k + 7) // 8)
+        if chunk is None:
+            return super().getrandbits(k)
+        return int.from_bytes(chunk, "big") >> (len(chunk) * 8 - k)
 
 
 class Token(str):

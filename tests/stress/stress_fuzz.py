@@ -74,6 +74,7 @@ class FuzzSession:
         if models_dir is not None:
             flags += ["--models-dir", str(models_dir), "--reranker", "none"]
         limits = {f"MEMPROC_{key.upper()}": str(value) for key, value in LIMITS.items()}
+        limits["MEMPROC_MODEL_THREADS"] = "1"
         self.client = Client(
             memproc_argv(self.db, *flags),
             stderr_path=workdir / "stderr.log",
@@ -89,6 +90,8 @@ class FuzzSession:
         self.embedder = "none"
         if models_dir is not None:
             self.embedder = self._wait_for_embedder()
+        for raw in self.client.drain():  # the start-up polls are not fuzz answers
+            check_line(raw)
 
     def _wait_for_embedder(self) -> str:
         component = self.client.wait_component("embedder", timeout=LINE_TIMEOUT_S)
@@ -170,7 +173,7 @@ class FuzzSession:
         shown = line.data if len(line.data) <= 2000 else line.data[:2000] + b"...(truncated)"
         return (
             f"line {self.lines_sent} ({line.kind}, {len(line.data)} bytes): {shown!r}\n"
-            f"expected: {expected}\nproblem: {exc}\n--- stderr ---\n"
+            f"expected: {expected}\nproblem: {str(exc)[:3000]}\n--- stderr ---\n"
             f"{self.client.stderr_tail()}"
         )
 
