@@ -1,14 +1,50 @@
 """No request makes memproc read outside its database, model cache and the scope's project.
 
-The process writes nothing in the user's home either, even while loading a model.
+`stress_paths.run` traces a real server with strace (skipped where strace cannot trace) through
+hostile requests and fuzz lines; see its docstring for what counts as a read and where reads may
+land. The last test needs no strace: the process writes nothing in the user's home either.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from client import Spawn
+from stress_paths import Unavailable, run
+
+FUZZ_LINES = 150
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory, minilm_dir: Path) -> dict[str, Any]:
+    try:
+        return run(
+            workdir=tmp_path_factory.mktemp("paths"),
+            models_dir=minilm_dir.parent,
+            fuzz_lines=FUZZ_LINES,
+        )
+    except Unavailable as exc:
+        pytest.skip(f"the path check needs strace: {exc}")
+
+
+def test_no_request_reads_outside_the_database_models_and_project(traced: dict[str, Any]) -> None:
+    assert traced["outside_reads"] == []
+    allowed = {"database", "models", "project", "python", "system", "temp file"}
+    assert set(traced["reads_by_place"]) <= allowed
+
+
+def test_the_trace_saw_the_requests_do_their_work(traced: dict[str, Any]) -> None:
+    """Not vacuous: after start-up the server wrote its database and hashed the project files
+    the references named, and resolved (without opening) the ones that lead outside."""
+    assert traced["reads_by_place"].get("database", 0) > 0
+    assert traced["project_files_read"] == ["README.md", "src/app.py"]
+    resolved = " ".join(traced["outside_lookups"])
+    assert "/etc/hostname" in resolved and "/etc/passwd" in resolved
+    assert traced["hostile_answers"]["-32004"] > 0 and traced["hostile_answers"]["result"] > 0
+    assert (traced["exit_status"], traced["integrity_check"]) == (0, "ok")
 
 
 def test_loading_a_model_writes_nothing_in_the_home_directory(

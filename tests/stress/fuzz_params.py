@@ -25,12 +25,14 @@ KNOWN_PER_BUCKET = 256
 
 def make_project(directory: Path) -> Path:
     """A project directory whose files `file:` references can name: a regular file, a nested
-    one, a symlink out of the project, a symlink loop and a FIFO (which must never be opened)."""
+    one, symlinks out of the project (to a file, to /etc, to the parent), a symlink loop and a
+    FIFO (which must never be opened)."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "README.md").write_text("# fuzz project\n")
     (directory / "src").mkdir(exist_ok=True)
     (directory / "src" / "app.py").write_text("print('hello')\n")
-    for name, target in (("escape", "/etc/hostname"), ("loop", "loop"), ("up", "..")):
+    links = (("escape", "/etc/hostname"), ("etc", "/etc"), ("loop", "loop"), ("up", ".."))
+    for name, target in links:
         if not (directory / name).is_symlink():
             (directory / name).symlink_to(target)
     if not (directory / "fifo").exists():
@@ -151,7 +153,7 @@ class Draw:
         if roll < 0.5 and (found := self.known.pick(self.rng, "evidence")):
             return f"evidence:{found[1]}"
         path = self.rng.choice(
-            ("README.md", "src/app.py", "escape", "loop", "up/etc/passwd", "fifo", "missing")
+            ("README.md", "src/app.py", "escape", "etc/passwd", "loop", "up/etc/passwd", "fifo")
         )
         digest = (
             sha256_of(self.project / path)

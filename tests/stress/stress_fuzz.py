@@ -64,19 +64,29 @@ class FuzzSession:
     """One `memproc serve` (one worker, small limits, a project directory) and the figures of
     everything sent to it so far."""
 
-    def __init__(self, workdir: Path, *, models_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        models_dir: Path | None = None,
+        flags: tuple[str, ...] = (),
+        wrapper: tuple[str, ...] = (),
+    ) -> None:
+        """`flags` are added to the command line; `wrapper` runs before it (the path check
+        runs the server under strace)."""
         workdir.mkdir(parents=True, exist_ok=True)
-        self.db = workdir / "fuzz.db"
+        self.db = workdir / "db" / "fuzz.db"
+        self.db.parent.mkdir(exist_ok=True)
         self.project = make_project(workdir / "project")
         self.models_dir = models_dir
-        flags = ["--workers", "1", "--max-line-bytes", str(LIMITS["max_line_bytes"])]
-        flags += ["--project", str(self.project)]
+        argv = ["--workers", "1", "--max-line-bytes", str(LIMITS["max_line_bytes"])]
+        argv += ["--project", str(self.project), *flags]
         if models_dir is not None:
-            flags += ["--models-dir", str(models_dir), "--reranker", "none"]
+            argv += ["--models-dir", str(models_dir), "--reranker", "none"]
         limits = {f"MEMPROC_{key.upper()}": str(value) for key, value in LIMITS.items()}
         limits["MEMPROC_MODEL_THREADS"] = "1"
         self.client = Client(
-            memproc_argv(self.db, *flags),
+            [*wrapper, *memproc_argv(self.db, *argv)],
             stderr_path=workdir / "stderr.log",
             env=clean_env(**limits),
             name="memproc (fuzz)",
