@@ -67,7 +67,6 @@ METHOD_NAMES: tuple[Any, ...] = (
 JSONRPC_VALUES: tuple[Any, ...] = ("1.0", 2.0, "2.0 ", "", None, Token('"2\\u002e0"'), ["2.0"])
 INVALID_UTF8 = (b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80")
 SPLICES = (b"NaN", b"Infinity", b"-Infinity", b'"\\ud800"', b",", b"}", b"]", b":", b"\\", b"\x00")
-BARRIER_PREFIX = "~barrier"
 # Drawn three times as often as other methods, so that the lifecycle, review and paging methods
 # find records to act on.
 CREATORS = frozenset(
@@ -93,6 +92,8 @@ class Line:
 
 
 class LineMaker:
+    """Draws one line at a time from `draw.rng`; KINDS weighs the kinds of line."""
+
     KINDS: tuple[tuple[str, int], ...] = (
         ("valid", 35),
         ("params", 25),

@@ -34,7 +34,7 @@ from typing import Any
 import _paths  # noqa: F401  (tests/contract on sys.path, for `client`)
 import apsw
 from client import Client, check_line, clean_env, memproc_argv
-from fuzz_lines import BARRIER_PREFIX, Line, LineMaker
+from fuzz_lines import Line, LineMaker
 from fuzz_oracle import Expected, expect
 from fuzz_params import Draw, Known, make_project
 from fuzz_values import Rng
@@ -49,6 +49,8 @@ LIMITS = {
     "max_observation_bytes": 4_096,
 }
 INTERNAL_ERROR = -32603
+# The barrier's id and scope; no id the line generator makes starts with it.
+BARRIER_PREFIX = "~barrier"
 LINE_TIMEOUT_S = 120.0
 
 

@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import _paths  # noqa: F401  (tests/contract on sys.path, for `client`)
-from fuzz_lines import BARRIER_PREFIX
-from stress_fuzz import DEFAULT_MODELS, FuzzSession
+from stress_fuzz import BARRIER_PREFIX, DEFAULT_MODELS, FuzzSession
 
 import memproc
 
