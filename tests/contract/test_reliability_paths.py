@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from client import Spawn
-from stress_paths import Unavailable, run
+from stress_paths import Event, Unavailable, parse_trace, run
 
 FUZZ_LINES = 150
 
@@ -45,6 +45,37 @@ def test_the_trace_saw_the_requests_do_their_work(traced: dict[str, Any]) -> Non
     assert "/etc/hostname" in resolved and "/etc/passwd" in resolved
     assert traced["hostile_answers"]["-32004"] > 0 and traced["hostile_answers"]["result"] > 0
     assert (traced["exit_status"], traced["integrity_check"]) == (0, "ok")
+
+
+def _hex(text: str) -> str:
+    return "".join(f"\\x{byte:02x}" for byte in text.encode())
+
+
+def test_the_trace_parser_reads_every_shape_of_strace_line() -> None:
+    """Padded pids (when pid widths differ), calls split by another thread, paths relative to
+    a directory descriptor, AT_EMPTY_PATH, renames (two paths) and readlink (one)."""
+    trace = "\n".join(
+        [
+            f'12345 openat(AT_FDCWD<{_hex("/w")}>, "{_hex("/etc/passwd")}", O_RDONLY) = 3',
+            f'812   newfstatat(3<{_hex("/srv/p")}>, "{_hex("a/../b")}", {{...}}, 0) = 0',
+            f'12345 openat(AT_FDCWD<{_hex("/w")}>, "{_hex("rel")}", O_RDONLY <unfinished ...>',
+            "12345 <... openat resumed>) = 4",
+            f'12345 newfstatat(4<{_hex("/w/rel")}>, "", {{...}}, AT_EMPTY_PATH) = 0',
+            f'12345 rename("{_hex("/a")}", "{_hex("/b")}") = 0',
+            f'12345 readlink("{_hex("/l")}", "{_hex("/target")}", 4096) = 7',
+            f'12345 openat(AT_FDCWD<{_hex("/w")}>, "{_hex("/tmp")}", O_RDWR|O_TMPFILE, 0600) = 5',
+            "12345 +++ exited with 0 +++",
+        ]
+    )
+    assert parse_trace(trace) == [
+        Event("openat", "/etc/passwd"),
+        Event("newfstatat", "/srv/p/b"),
+        Event("openat", "/w/rel"),
+        Event("rename", "/a"),
+        Event("rename", "/b"),
+        Event("readlink", "/l"),
+        Event("openat", "/tmp", tmpfile=True),
+    ]
 
 
 def test_loading_a_model_writes_nothing_in_the_home_directory(

@@ -76,7 +76,7 @@ PATH_ARGS = {
     "symlink": (1,),
     "symlinkat": (1,),
 }
-_LINE = re.compile(r"^(?P<pid>\d+) (?P<call>\w+)\((?P<args>.*)$")
+_LINE = re.compile(r"^\s*(?P<pid>\d+)\s+(?P<call>\w+)\((?P<args>.*)$")  # strace pads the pid column
 _DIRFD = re.compile(r"^(?:AT_FDCWD|\d+)<(?P<dir>(?:\\x[0-9a-f]{2})*)>")
 _STRING = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
 
