@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,18 +249,21 @@ def run(
     *,
     workdir: Path | None = None,
     models_dir: Path | None = None,
+    progress: Callable[[str], object] | None = None,
 ) -> dict[str, Any]:
     """Fuzz `lines` lines drawn from `seed`; the figures. Raises FuzzFailure if an invariant
-    breaks (the message holds the line)."""
+    breaks (the message holds the line). `progress` hears of every 10,000th line."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="memproc-fuzz-") as scratch:
-            return run(lines, seed, workdir=Path(scratch), models_dir=models_dir)
+            return run(lines, seed, workdir=Path(scratch), models_dir=models_dir, progress=progress)
     started = time.monotonic()
     session = FuzzSession(workdir, models_dir=models_dir)
     try:
         maker = session.line_maker(random.Random(seed))
-        for _ in range(lines):
+        for number in range(1, lines + 1):
             session.send(maker.next())
+            if progress is not None and number % 10_000 == 0:
+                progress(f"{number} lines in {time.monotonic() - started:.0f} s")
         end = session.finish()
     finally:
         session.close()
@@ -288,7 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     models = None if args.models_dir == "none" else Path(args.models_dir)
     workdir = None if args.workdir is None else Path(args.workdir)
-    figures = run(args.lines, args.seed, workdir=workdir, models_dir=models)
+    figures = run(
+        args.lines,
+        args.seed,
+        workdir=workdir,
+        models_dir=models,
+        progress=lambda text: print(text, file=sys.stderr, flush=True),
+    )
     print(json.dumps(figures, indent=2))
     ok = figures["exit_status"] == 0 and figures["integrity_check"] == "ok"
     return 0 if ok and figures["index_verify"] == "clean" else 1
