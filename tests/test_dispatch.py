@@ -107,6 +107,15 @@ def test_an_invalid_envelope_echoes_a_valid_id(ctx: OpContext) -> None:
     assert error_of(response)[:2] == ("abc", -32600)
 
 
+def test_jsonrpc_is_compared_as_a_json_string_not_as_its_spelling(ctx: OpContext) -> None:
+    """`"2\\u002e0"` is the string "2.0" written with an escape: the request is valid."""
+    line = b'{"jsonrpc":"2\\u002e0","id":1,"method":"ping"}'
+    assert respond(line, ctx) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert respond(b'{"jsonrpc":"2\\u002e0","method":"ping"}', ctx) is None
+    spaced = respond(b'{"jsonrpc": "2.0" ,"id":2,"method":"ping"}', ctx)
+    assert spaced == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
 def test_an_invalid_envelope_without_id_still_gets_a_response(ctx: OpContext) -> None:
     assert error_of(respond(b'{"jsonrpc":"1.0","method":"ping"}', ctx))[:2] == (None, -32600)
 

@@ -399,3 +399,13 @@ def test_non_finite_metadata_numbers_are_refused(ctx: OpContext, metadata: Any) 
         remember(ctx, "finite only", metadata=metadata)
     assert caught.value.data["path"] == "$.params.metadata"
     assert list_ids(ctx) == ([], None)
+
+
+@pytest.mark.parametrize("metadata", [{"x": 2**64}, {"x": [0, -(2**63) - 1]}, {"a": {"b": 10**30}}])
+def test_metadata_integers_beyond_64_bits_are_refused(ctx: OpContext, metadata: Any) -> None:
+    """JSON allows them and the decoder reads them, but they cannot be stored as JSON: an
+    invalid-params error, not an internal one."""
+    with pytest.raises(InvalidParams) as caught:
+        remember(ctx, "64 bits only", metadata=metadata)
+    assert caught.value.data["path"] == "$.params.metadata"
+    assert list_ids(ctx) == ([], None)

@@ -175,6 +175,15 @@ class Client:
         with self._cond:
             return len(self.lines)
 
+    def drain(self) -> list[bytes]:
+        """Every stdout line recorded so far, removed from the record with the responses they
+        held, so that a client fed millions of lines keeps a flat memory."""
+        with self._cond:
+            taken, self.lines = self.lines, []
+            self._responses.clear()
+            self._unsolicited.clear()
+            return taken
+
     # -- writing -----------------------------------------------------------------------------
 
     def new_id(self) -> int:
@@ -386,23 +395,29 @@ def check_stream(client: Client) -> None:
     """Every stdout line is one JSON-RPC 2.0 message: a response with a well-formed result or
     error, or a server notification (a method and params, no id)."""
     for line in client.lines:
-        assert line.endswith(b"\n"), line[:200]
-        try:
-            message = json.loads(line, parse_constant=_reject_constant)
-        except ValueError:
-            raise AssertionError(f"stdout line is not JSON: {line[:200]!r}") from None
-        assert isinstance(message, dict), line[:200]
-        assert message.get("jsonrpc") == "2.0", line[:200]
-        if "id" not in message:
-            assert set(message) == {"jsonrpc", "method", "params"}, line[:200]
-            assert isinstance(message["method"], str), line[:200]
-            assert isinstance(message["params"], dict), line[:200]
-            continue
-        assert isinstance(message["id"], str | int | None), line[:200]
-        assert ("result" in message) != ("error" in message), line[:200]
-        assert set(message) <= {"jsonrpc", "id", "result", "error"}, line[:200]
-        if "error" in message:
-            check_error_object(message["error"])
+        check_line(line)
+
+
+def check_line(line: bytes) -> dict[str, Any]:
+    """One stdout line, checked as `check_stream` checks each; the message it holds."""
+    assert line.endswith(b"\n"), line[:200]
+    try:
+        message = json.loads(line, parse_constant=_reject_constant)
+    except ValueError:
+        raise AssertionError(f"stdout line is not JSON: {line[:200]!r}") from None
+    assert isinstance(message, dict), line[:200]
+    assert message.get("jsonrpc") == "2.0", line[:200]
+    if "id" not in message:
+        assert set(message) == {"jsonrpc", "method", "params"}, line[:200]
+        assert isinstance(message["method"], str), line[:200]
+        assert isinstance(message["params"], dict), line[:200]
+        return message
+    assert isinstance(message["id"], str | int | None), line[:200]
+    assert ("result" in message) != ("error" in message), line[:200]
+    assert set(message) <= {"jsonrpc", "id", "result", "error"}, line[:200]
+    if "error" in message:
+        check_error_object(message["error"])
+    return message
 
 
 def check_error_object(error: Any) -> None:

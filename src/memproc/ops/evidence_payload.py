@@ -9,14 +9,13 @@ and the sha256 meaningful; on read, the stored bytes are hashed again and compar
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any
 
 import msgspec
 import orjson
 
 from memproc.errors import InvalidParams
-from memproc.ops.validation import MAX_METADATA_DEPTH, depth, walk_json
+from memproc.ops.validation import MAX_METADATA_DEPTH, depth, plain_number, walk_json
 from memproc.protocol.evidence_messages import Outcome, Provenance
 from memproc.store.evidence import EvidenceRow
 
@@ -49,7 +48,7 @@ def sha256_hex(text: str) -> str:
 def check_observation(observation: dict[str, Any], limit: int, path: str) -> None:
     if depth(observation) > MAX_METADATA_DEPTH:
         raise InvalidParams(f"observation nests deeper than {MAX_METADATA_DEPTH} levels", path=path)
-    if not all(_plain(item) for item in walk_json(observation)):
+    if not all(plain_number(item) for item in walk_json(observation)):
         raise InvalidParams(
             "observation numbers must be finite and integers within 64 bits", path=path
         )
@@ -72,12 +71,3 @@ def intact(row: EvidenceRow) -> Payload | None:
         row.session,
     )
     return payload if agrees else None
-
-
-def _plain(item: Any) -> bool:
-    """JSON has no infinity and orjson refuses integers beyond 64 bits: catch both up front."""
-    if isinstance(item, float):
-        return math.isfinite(item)
-    if isinstance(item, int) and not isinstance(item, bool):
-        return -(2**63) <= item < 2**64
-    return True

@@ -27,9 +27,11 @@ def check_content(content: str, limit: int, path: str = "$.params.content") -> N
 def check_metadata(metadata: dict[str, Any], limit: int, path: str = "$.params.metadata") -> None:
     if depth(metadata) > MAX_METADATA_DEPTH:
         raise InvalidParams(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels", path=path)
-    if not all(_finite(item) for item in walk_json(metadata)):
+    if not all(plain_number(item) for item in walk_json(metadata)):
         # JSON has no infinity, yet a Python caller can pass one; it would be stored as null.
-        raise InvalidParams("metadata numbers must be finite", path=path)
+        raise InvalidParams(
+            "metadata numbers must be finite and integers within 64 bits", path=path
+        )
     if len(orjson.dumps(metadata)) > limit:
         raise InvalidParams(f"metadata exceeds {limit} bytes as JSON", path=path)
 
@@ -59,8 +61,14 @@ def walk_json(value: Any) -> Iterator[Any]:
             stack.extend(item)
 
 
-def _finite(item: Any) -> bool:
-    return not isinstance(item, float) or math.isfinite(item)
+def plain_number(item: Any) -> bool:
+    """False for a number JSON storage cannot hold: infinity or NaN, or an integer beyond 64
+    bits (orjson refuses those, so without this check they would fail as internal errors)."""
+    if isinstance(item, float):
+        return math.isfinite(item)
+    if isinstance(item, int) and not isinstance(item, bool):
+        return -(2**63) <= item < 2**64
+    return True
 
 
 def depth(value: Any) -> int:

@@ -57,7 +57,7 @@ def parse_envelope(line: bytes) -> Incoming:
     members = _decode_members(line)
     request_id = _decode_id(members)
     try:
-        if _raw_text(members, "jsonrpc") != '"2.0"':
+        if _decode_text(members, "jsonrpc") != "2.0":
             raise InvalidRequest('jsonrpc must be "2.0"')
         unknown = sorted(set(members) - _ENVELOPE_MEMBERS)
         if unknown:
@@ -116,9 +116,16 @@ def _decode_method(members: dict[str, msgspec.Raw]) -> str:
         raise InvalidRequest("method must be a string") from None
 
 
-def _raw_text(members: dict[str, msgspec.Raw], name: str) -> str | None:
+def _decode_text(members: dict[str, msgspec.Raw], name: str) -> str | None:
+    """The member as a JSON string (None if absent or not a string): compared by value, so
+    `"2\\u002e0"` is "2.0" as JSON says it is."""
     raw = members.get(name)
-    return None if raw is None else bytes(raw).decode("utf-8", "replace").strip()
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=str)
+    except msgspec.ValidationError:
+        return None
 
 
 def _id_or_none(request_id: Any) -> Any:
