@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from evidencekit import file_ref, get, put
+from memproc.errors import PermissionDenied
 from memproc.ops.context import OpContext
 from memproc.ops.project_files import check_file
+from memproc.runtime import Runtime
 
 
 @pytest.fixture
@@ -19,6 +22,12 @@ def project(tmp_path: Path) -> Path:
     (root / "src" / "app.py").write_text("print('hello')\n")
     (tmp_path / "outside.txt").write_text("not part of the project\n")
     return root
+
+
+@pytest.fixture
+def ctx(make_runtime: Callable[..., Runtime], project: Path) -> OpContext:
+    """Files are read only in a project the operator named: this runtime's --project."""
+    return OpContext(runtime=make_runtime(project=str(project)))
 
 
 def judged(ctx: OpContext, scope: str, ref: str, check_files: bool = True) -> tuple[object, ...]:
@@ -65,10 +74,37 @@ def test_a_symlink_inside_the_project_is_fine(ctx: OpContext, project: Path) -> 
 
 
 def test_a_scope_that_is_no_directory_has_no_files_inside(
-    ctx: OpContext, project: Path, monkeypatch: pytest.MonkeyPatch
+    make_runtime: Callable[..., Runtime], project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(
-        project
-    )  # a relative scope must not be read relative to the working directory
+    # a relative scope must not be read relative to the working directory, even allow-listed
+    monkeypatch.chdir(project)
+    ctx = OpContext(runtime=make_runtime(scopes=["not-a-path"]))
     ref = file_ref(project / "src" / "app.py", "src/app.py")
     assert judged(ctx, "not-a-path", ref)[:3] == ("stale", False, "file_outside_project")
+
+
+def test_file_checks_are_refused_in_a_scope_the_operator_did_not_name(
+    make_runtime: Callable[..., Runtime], project: Path, tmp_path: Path
+) -> None:
+    # Without an allow-list any absolute path is a valid scope: were it a project too, a
+    # client could have memproc hash /etc/passwd. The evidence itself stays readable.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.txt").write_text("guess me\n")
+    open_ctx = OpContext(runtime=make_runtime(project=str(project)))
+    put(
+        open_ctx,
+        scope=str(elsewhere),
+        source_refs=[file_ref(elsewhere / "secret.txt", "secret.txt")],
+    )
+    with pytest.raises(PermissionDenied) as refused:
+        get(open_ctx, scope=str(elsewhere), check_files=True)
+    assert refused.value.data["path"] == "$.params.check_files"
+    assert get(open_ctx, scope=str(elsewhere)).files_checked is False
+    allowed = OpContext(runtime=make_runtime(scopes=[str(elsewhere)]))
+    assert judged(allowed, str(elsewhere), file_ref(elsewhere / "secret.txt", "secret.txt"))[
+        :2
+    ] == (
+        "supported",
+        True,
+    )

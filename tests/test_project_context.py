@@ -283,7 +283,7 @@ def test_reads_leave_the_database_files_byte_identical(
     (project / "a.py").write_text("x = 1\n")
     scope = str(project.resolve())
     db = str(tmp_path / "pure.db")
-    ctx = OpContext(runtime=make_runtime(db))
+    ctx = OpContext(runtime=make_runtime(db, project=scope))
     fact = remember(ctx, "the fact", scope=scope)
     remember(ctx, "a decision", scope=scope, kind="decision")
     put(ctx, scope=scope, source_refs=[f"memory:{fact}", file_ref(project / "a.py", "a.py")])

@@ -42,6 +42,14 @@ class ScopePolicy:
             allowed_set.add(self.default)
         self.allowed: frozenset[str] | None = frozenset(allowed_set) if allowed_set else None
 
+    def may_read_files(self, scope: str) -> bool:
+        """Whether `file:` refs in this (resolved) scope may be checked against the disk.
+
+        Only a directory the operator named (`--project`, `--scope`) qualifies. Without an
+        allow-list any absolute path is a valid scope, so treating every such scope as a
+        project would let a client make memproc hash files anywhere it can name (`/etc`)."""
+        return scope == self.default or (self.allowed is not None and scope in self.allowed)
+
     def resolve(self, raw: str | None, path: str = "$.params.scope") -> str:
         if raw is None:
             if self.default is None:

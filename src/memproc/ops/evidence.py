@@ -12,7 +12,7 @@ from datetime import UTC
 import apsw
 
 from memproc.clock import format_ms, now_ms
-from memproc.errors import Conflict, InvalidParams, NotFound
+from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import cursors
 from memproc.ops.context import OpContext
 from memproc.ops.evidence_payload import Payload, canonical, check_observation, sha256_hex
@@ -59,7 +59,7 @@ def get(ctx: OpContext, params: EvidenceGetParams) -> EvidenceGetResult:
         if row is None:
             raise NotFound("evidence not found", evidence_id=params.evidence_id)
         return EvidenceGetResult(
-            evidence=_view(Judge(conn, scope, _now(), params.check_files), row)
+            evidence=_view(Judge(conn, scope, _now(), _file_checks(ctx, scope, params)), row)
         )
 
 
@@ -76,10 +76,23 @@ def list_evidence(ctx: OpContext, params: EvidenceListParams) -> EvidenceListRes
             limit=params.limit + 1,
         )
         page, more = rows[: params.limit], len(rows) > params.limit
-        judge = Judge(conn, scope, _now(), params.check_files)
+        judge = Judge(conn, scope, _now(), _file_checks(ctx, scope, params))
         items = [_view(judge, row) for row in page]
     next_cursor = cursors.encode(CURSOR_TAG, page[-1].seq) if more else None
     return EvidenceListResult(items=items, next_cursor=next_cursor)
+
+
+def _file_checks(
+    ctx: OpContext, scope: str, params: EvidenceGetParams | EvidenceListParams
+) -> bool:
+    """`check_files`, refused (nothing read) unless the scope is a project directory the
+    operator named: see ScopePolicy.may_read_files."""
+    if params.check_files and not ctx.runtime.scopes.may_read_files(scope):
+        raise PermissionDenied(
+            "check_files needs the scope to be a project named by --project or --scope",
+            path="$.params.check_files",
+        )
+    return params.check_files
 
 
 # -- put: checking and storing --------------------------------------------------------------
