@@ -105,7 +105,7 @@ def summarise_faults(figures: Figures) -> str:
     for name, fault in figures["faults"].items():
         errors = sorted(
             {
-                f"{seen['code']} {seen.get('reason') or seen['kind']}"
+                f"{seen['code']} {(seen.get('reason') or seen['kind']).split(':')[0]}"
                 for seen in fault["calls"].values()
                 if isinstance(seen, dict) and "code" in seen
             }
@@ -120,9 +120,26 @@ def summarise_faults(figures: Figures) -> str:
 
 
 def summarise_generic(figures: Figures) -> str:
-    return ", ".join(
-        f"{key} {value}" for key, value in figures.items() if isinstance(value, int | float | str)
-    )
+    """Scalars on the first line; each nested table on a line of its own, its own nested
+    tables as compact JSON (lists of per-trial rows are left to the --out file)."""
+    scalars = [f"{k} {v}" for k, v in figures.items() if isinstance(v, int | float | str)]
+    lines = [", ".join(scalars)] if scalars else []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            lines.append(f"  {key}: {compact(value)}")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines += [f"  {key}: {compact(row)}" for row in value]
+    return "\n".join(lines)
+
+
+def compact(table: dict[str, Any]) -> str:
+    parts = []
+    for key, value in table.items():
+        if isinstance(value, list) and len(value) > 8:
+            continue
+        text = value if isinstance(value, int | float | str) else json.dumps(value)
+        parts.append(f"{key} {text}")
+    return ", ".join(parts)
 
 
 SUMMARIES: dict[str, Callable[[Figures], str]] = {
@@ -132,11 +149,23 @@ SUMMARIES: dict[str, Callable[[Figures], str]] = {
 }
 
 
+def report(name: str, status: int, documents: list[Figures], seconds: float) -> None:
+    summarise = SUMMARIES.get(name, summarise_generic)
+    print(f"\n## {name} (exit {status}, {seconds:.0f} s)")
+    for document in documents:
+        print(summarise(document))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
     parser.add_argument("--out", type=Path, help="write every suite's figures here as JSON")
+    parser.add_argument("--summarise", type=Path, help="print the summary of an --out file")
     args = parser.parse_args()
+    if args.summarise:
+        for name, suite in json.loads(args.summarise.read_text()).items():
+            report(name, suite["exit"], suite["figures"], suite["seconds"])
+        return 0
     names = [name.strip() for name in args.suites.split(",") if name.strip()]
     unknown = sorted(set(names) - set(SUITES))
     if unknown:
@@ -146,10 +175,7 @@ def main() -> int:
     for name in names:
         status, documents, seconds = run_suite(name)
         collected[name] = {"exit": status, "seconds": round(seconds, 1), "figures": documents}
-        summarise = SUMMARIES.get(name, summarise_generic)
-        print(f"\n## {name} (exit {status}, {seconds:.0f} s)")
-        for document in documents:
-            print(summarise(document))
+        report(name, status, documents, seconds)
         if status != 0 or not documents:
             failed.append(name)
     if args.out:
