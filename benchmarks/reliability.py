@@ -31,6 +31,8 @@ SUITES: dict[str, list[str]] = {
     "paths": ["stress_paths.py"],
     "crash": ["stress_crash.py", "--trials", "24"],
     "concurrency": ["stress_concurrency.py"],
+    # a 1 ms busy timeout, so that writers really collide and the retry path is exercised
+    "concurrency_busy": ["stress_concurrency.py", "--busy-timeout-ms", "1"],
     "load": ["stress_load.py"],
     "shutdown": ["stress_shutdown.py"],
     "faults": ["stress_faults.py"],
@@ -145,6 +147,7 @@ def compact(table: dict[str, Any]) -> str:
 SUMMARIES: dict[str, Callable[[Figures], str]] = {
     "crash": summarise_crash,
     "concurrency": summarise_concurrency,
+    "concurrency_busy": summarise_concurrency,
     "faults": summarise_faults,
 }
 
