@@ -30,6 +30,19 @@ SUITES: dict[str, list[str]] = {
     "fuzz": ["stress_fuzz.py", "--lines", "100000"],
     "paths": ["stress_paths.py"],
     "crash": ["stress_crash.py", "--trials", "24"],
+    # FULL beside NORMAL in one run: what the durability setting costs, and that a process
+    # crash cannot tell them apart (see RELIABILITY.md)
+    "crash_sync": [
+        "stress_crash.py",
+        "--trials",
+        "24",
+        "--embedder",
+        "none",
+        "--synchronous",
+        "full",
+        "--synchronous",
+        "normal",
+    ],
     "concurrency": ["stress_concurrency.py"],
     # a 1 ms busy timeout, so that writers really collide and the retry path is exercised
     "concurrency_busy": ["stress_concurrency.py", "--busy-timeout-ms", "1"],
@@ -67,7 +80,10 @@ def pick(figures: Figures, *names: str) -> str:
 
 
 def summarise_crash(figures: Figures) -> str:
-    setting = f"synchronous={figures.get('synchronous')}, embedder={figures.get('embedder')}"
+    setting = (
+        f"synchronous={figures.get('synchronous')}, embedder={figures.get('embedder')}, "
+        f"{figures.get('acknowledged_per_s')} acknowledged/s"
+    )
     kept = pick(
         figures,
         "trials",
@@ -146,6 +162,7 @@ def compact(table: dict[str, Any]) -> str:
 
 SUMMARIES: dict[str, Callable[[Figures], str]] = {
     "crash": summarise_crash,
+    "crash_sync": summarise_crash,
     "concurrency": summarise_concurrency,
     "concurrency_busy": summarise_concurrency,
     "faults": summarise_faults,
