@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from client import SLOW_SERVER, Client, Spawn, assert_error
+from paging import every_item
 
 CANCELLED = -32800
 
@@ -255,17 +256,7 @@ def _write_all(server: Client, tag: str) -> tuple[dict[str, str], int]:
 
 
 def _list_ids(server: Client, scope: str) -> list[str]:
-    listed: list[str] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"scope": scope, "limit": 200}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = server.result("memory.list", params)
-        listed += [item["id"] for item in page["items"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return listed
+    return [item["id"] for item in every_item(server, "memory.list", {"scope": scope})]
 
 
 def test_two_processes_writing_one_file_lose_nothing(

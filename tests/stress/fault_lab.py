@@ -20,6 +20,7 @@ from typing import Any
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
 from client import Client, ServerError, check_stream, clean_env, memproc_argv
 from mount_namespace import MountNamespace, NamespaceUnavailable
+from paging import every_item
 
 from memproc.errors import MemprocError
 from memproc.store import Store
@@ -172,17 +173,8 @@ def store_component(client: Client) -> dict[str, Any]:
 
 def stored_memories(client: Client) -> dict[str, str]:
     """Every memory in the scope, id -> content, read page by page."""
-    found: dict[str, str] = {}
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"scope": SCOPE, "limit": 200}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = client.result("memory.list", params)
-        found.update({item["id"]: item["content"] for item in page["items"]})
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return found
+    items = every_item(client, "memory.list", {"scope": SCOPE})
+    return {item["id"]: item["content"] for item in items}
 
 
 def intact(

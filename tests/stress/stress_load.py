@@ -32,6 +32,7 @@ from typing import Any
 
 import _paths  # noqa: F401
 from client import SLOW_SERVER, Client, check_stream, clean_env, memproc_argv
+from paging import every_item
 from timed_client import Pinger, TimedClient, latency_figures
 from workload import SCOPE, RequestStream, seed_items
 
@@ -300,17 +301,8 @@ def _wait_pings(pinger: Pinger, phase: str, count: int) -> None:
 
 def _missing(server: TimedClient, written: list[str]) -> int:
     """How many acknowledged writes memory.list does not return."""
-    listed: set[str] = set()
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"scope": SCOPE, "limit": 200}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = server.result("memory.list", params)
-        listed.update(item["id"] for item in page["items"])
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return len(set(written) - listed)
+    listed = {item["id"] for item in every_item(server, "memory.list", {"scope": SCOPE})}
+    return len(set(written) - listed)
 
 
 def _code(server: Client, request_id: Any) -> int | None:

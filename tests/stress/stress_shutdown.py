@@ -34,6 +34,7 @@ import apsw
 from client import SLOW_SERVER, Client, check_stream, clean_env, memproc_argv
 from orphan_parent import LONG_TEXT
 from orphan_parent import MODES as ORPHAN_MODES
+from paging import every_item
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -329,17 +330,7 @@ def _cancelled_but_present(restarted: Client, server: Client, sent: list[Any]) -
 
 
 def _stored_contents(server: Client) -> set[str]:
-    contents: set[str] = set()
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"scope": SCOPE, "limit": 200}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = server.result("memory.list", params)
-        contents.update(item["content"] for item in page["items"])
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return contents
+    return {item["content"] for item in every_item(server, "memory.list", {"scope": SCOPE})}
 
 
 # -- orphans -----------------------------------------------------------------------------------
