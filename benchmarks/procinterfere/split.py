@@ -2,6 +2,7 @@
 
     python benchmarks/procinterfere/split.py            # counts per half, class and verdict
     python benchmarks/procinterfere/split.py --check    # also validate the file, exit 1 on errors
+    python benchmarks/procinterfere/split.py --emit dev > /tmp/blind_dev.jsonl   # one half's lines
 
 A case's half depends only on its id: the first byte of sha256(id) is even -> "dev", odd ->
 "test". Adding cases never moves an existing one; renaming an id to move it is not allowed.
@@ -194,8 +195,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT)
     parser.add_argument("--check", action="store_true", help="validate the file; exit 1 on errors")
+    parser.add_argument(
+        "--emit", choices=("dev", "test"), help="print that half's cases as JSON lines, nothing else"
+    )
     args = parser.parse_args()
     cases = load(args.path)
+    if args.emit:
+        for case in cases:
+            if half(case["id"]) == args.emit:
+                print(json.dumps(case, ensure_ascii=False))
+        return
     report(cases)
     if args.check:
         errors = check(cases)
