@@ -187,8 +187,10 @@ def report(cases: list[dict[str, Any]]) -> None:
         print(f"{cls:32} {cells[0]:6} {cells[1]:6} {cells[2]:7} {cells[3]:7} {sum(cells):5}")
     print(f"\n{'should_flag':12} {'dev':>5} {'test':>5}")
     for flag in (True, False):
-        n = [sum(1 for c in cases if c["should_flag"] is flag and half(c["id"]) == h) for h in halves]
-        print(f"{str(flag):12} {n[0]:5} {n[1]:5}")
+        n = [
+            sum(1 for c in cases if c["should_flag"] is flag and half(c["id"]) == h) for h in halves
+        ]
+        print(f"{flag!s:12} {n[0]:5} {n[1]:5}")
 
 
 def main() -> None:
@@ -196,7 +198,9 @@ def main() -> None:
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT)
     parser.add_argument("--check", action="store_true", help="validate the file; exit 1 on errors")
     parser.add_argument(
-        "--emit", choices=("dev", "test"), help="print that half's cases as JSON lines, nothing else"
+        "--emit",
+        choices=("dev", "test"),
+        help="print that half's cases as JSON lines, nothing else",
     )
     args = parser.parse_args()
     cases = load(args.path)
