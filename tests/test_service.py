@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -13,6 +16,9 @@ import pytest
 from memproc.protocol import dispatch
 from memproc.runtime import Runtime
 from memproc.service import Service
+
+# A shut-down takes well under a second; a deadlock never ends.
+SIGNAL_PROBE_TIMEOUT_S = 20
 
 
 @pytest.fixture
@@ -63,3 +69,18 @@ def test_an_unexpected_failure_on_one_line_does_not_stop_the_reader(
     assert failure["code"] == -32603
     assert failure["data"] == {"kind": "internal_error", "retryable": False}
     assert "secret" not in msgspec.json.encode(responses).decode()
+
+
+def test_sigterm_while_the_main_thread_holds_every_lock_still_shuts_down(tmp_path: Path) -> None:
+    """The handler of a signal that lands inside any lock the main thread holds must take no
+    lock: with the old handler (which set an Event) this run hung until killed."""
+    probe = Path(__file__).with_name("signal_under_lock.py")
+    done = subprocess.run(
+        [sys.executable, str(probe), str(tmp_path / "memory.db")],
+        capture_output=True,
+        text=True,
+        timeout=SIGNAL_PROBE_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "held" in done.stderr and "through SIGTERM" in done.stderr
+    assert "signal received" in done.stderr

@@ -5,14 +5,25 @@ itself and hands the rest to workers; the queue is bounded so a flood gets `over
 of unbounded memory; responses go out as they finish (the `id` correlates them). Every request
 that gets past the envelope is tracked in `_inflight` until exactly one response is written.
 
+Order: within a scope, requests take effect in the order they were sent (memproc.ordering): a
+request waits in the service, not in a worker, until the earlier requests it must follow are done.
+
 How it ends: at end of input every request already read is answered, however long that takes;
 on SIGTERM/SIGINT, or when nobody reads stdout any more (the parent died), what is still running
 after `shutdown_deadline_s` is cancelled and answered -32800, so the process always exits.
+
+Signals: a handler runs on the main thread between any two bytecodes, even inside a lock the main
+thread holds, so it only sets a flag. The main thread sleeps in `select` on a wake-up pipe that
+the C-level handler writes the signal number to (`signal.set_wakeup_fd`) before the Python one
+runs: a signal that lands just before the sleep still leaves its byte there, so none is missed.
+End of input and a vanished stdout reader write a zero byte to the same pipe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import queue
 import select
 import signal
@@ -23,8 +34,9 @@ from types import FrameType
 from typing import Any
 
 from memproc.cancel import CancelToken
-from memproc.errors import Cancelled, InvalidRequest, Overloaded, RequestTooLarge
+from memproc.errors import Cancelled, InvalidRequest, MemprocError, Overloaded, RequestTooLarge
 from memproc.ops.context import OpContext
+from memproc.ordering import Sequencer, Ticket
 from memproc.protocol import dispatch
 from memproc.protocol.framing import LineWriter, Oversized, fd_reader, read_frames
 from memproc.protocol.methods import method_catalog
@@ -44,10 +56,11 @@ WATCH_SLICE_MS = 500
 class Job:
     """One queued request: responded to exactly once, by whoever gets there first."""
 
-    __slots__ = ("_lock", "incoming", "responded", "started", "token")
+    __slots__ = ("_lock", "incoming", "responded", "started", "ticket", "token")
 
-    def __init__(self, incoming: dispatch.Incoming) -> None:
+    def __init__(self, incoming: dispatch.Incoming, ticket: Ticket) -> None:
         self.incoming = incoming
+        self.ticket = ticket
         self.token = CancelToken()
         self._lock = threading.Lock()
         self.started = False
@@ -78,11 +91,20 @@ class Service:
         self._out_fd = out_fd
         self._writer = LineWriter(out_fd)
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self._pending = 0  # jobs queued and not yet claimed; bounded by max_pending
+        self._pending = 0  # jobs waiting or queued, not yet claimed; bounded by max_pending
+        self._outstanding = 0  # jobs accepted and not yet finished by a worker
         self._inflight: dict[tuple[type, Any], Job] = {}
+        self._sequencer = Sequencer()
+        self._waiting: dict[int, Job] = {}  # by id(ticket): jobs that wait for earlier ones
         self._lock = threading.Lock()
-        self._input_done = threading.Event()
-        self._deadline: float | None = None  # set once: by a signal or a vanished reader
+        self._workers_released = False
+        # Plain flags, set by any thread or a signal handler and read by the main thread, which
+        # the wake-up pipe wakes whenever one is set.
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._wake_lock = threading.Lock()  # a late waker must not write to a reused fd number
+        self._input_ended = False
+        self._stop_asked = False
+        self._deadline: float | None = None  # set once, by the main thread, when stop is asked
         self._stopped = threading.Event()
         # True after run() if threads were left inside work they would not stop (the caller
         # must then end the process without tearing the interpreter down under them).
@@ -107,8 +129,7 @@ class Service:
         `on_serving` runs once the reader is up: background work started there (model loading
         imports onnxruntime and numpy) then competes with the first requests, not with start-up.
         """
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        previous_wakeup_fd = self._catch_signals()
         for worker in self._workers:
             worker.start()
         threading.Thread(target=self._read, name="memproc-reader", daemon=True).start()
@@ -116,33 +137,76 @@ class Service:
         if on_serving is not None:
             on_serving()
         try:
-            self._input_done.wait()
+            while True:
+                self._take_wakeups()
+                if self._input_ended or self._stop_asked:
+                    break
+                select.select([self._wake_read], [], [])
             self._drain()
             self._close_runtime()
         finally:
             self._stopped.set()
+            if previous_wakeup_fd is not None:
+                signal.set_wakeup_fd(previous_wakeup_fd)
+            with self._wake_lock:
+                os.close(self._wake_write)
+                self._wake_write = -1
+            os.close(self._wake_read)
         return 0
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        log.info("signal received; shutting down", extra={"signal": signum})
-        self._stop_by_deadline()
+    def _catch_signals(self) -> int | None:
+        """Route SIGTERM and SIGINT to the wake-up pipe; returns the wake-up fd to restore.
+        Only the main thread may do this (an embedding test may run us elsewhere: then the
+        process's signals stay as they were)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        return previous
 
-    def _stop_by_deadline(self) -> None:
-        """Stop reading; what runs past `shutdown_deadline_s` from now is cancelled. Called from
-        a signal handler too, so it takes no lock (the main thread may hold it)."""
-        if self._deadline is None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Runs between two bytecodes of the main thread, maybe inside a lock it holds: set a
+        # flag and nothing else (no logging, no Event, no lock). The wake-up pipe already has
+        # the signal's byte, so the main thread wakes and logs it.
+        self._stop_asked = True
+
+    def _wake(self) -> None:
+        """Wake the main thread (from any thread): it then looks at the flags."""
+        with self._wake_lock:
+            if self._wake_write < 0:
+                return  # the main thread has finished
+            with contextlib.suppress(BlockingIOError):  # full: the main thread will wake anyway
+                os.write(self._wake_write, b"\0")
+
+    def _take_wakeups(self) -> None:
+        """Main thread: read the wake-up pipe (signal numbers, or 0 for a flag set by a thread)
+        and start the shutdown clock once a stop was asked for."""
+        try:
+            woken_by = os.read(self._wake_read, 4096)
+        except BlockingIOError:
+            woken_by = b""
+        for signum in {byte for byte in woken_by if byte}:
+            log.info("signal received; shutting down", extra={"signal": signum})
+            self._stop_asked = True
+        if self._stop_asked and self._deadline is None:
             self._deadline = time.monotonic() + self.config.shutdown_deadline_s
-        self._input_done.set()
+
+    def _current_deadline(self) -> float | None:
+        """Main thread, while draining: a SIGTERM after end of input sets a deadline."""
+        self._take_wakeups()
+        return self._deadline
 
     def _drain(self) -> None:
         with self._lock:
             self._accepting = False
             in_flight = len(self._inflight)
+            idle = self._outstanding == 0
         log.info("input closed; answering requests in flight", extra={"in_flight": in_flight})
         self.runtime.stop_background(0.0)  # a backfill resumes at the next start; ask it now
-        for _ in self._workers:
-            self._queue.put(None)
-        if self._join_workers(lambda: self._deadline):
+        if idle:
+            self._release_workers()
+        if self._join_workers(self._current_deadline):
             return
         self._cancel_everything()
         grace_ends = time.monotonic() + CANCEL_GRACE_S
@@ -159,6 +223,17 @@ class Service:
                     return False
                 worker.join(JOIN_SLICE_S)
         return True
+
+    def _release_workers(self) -> None:
+        """Let every worker go once no more work can come: accepting stopped and every job
+        accepted has finished (a waiting job is queued only when what it waits for finishes,
+        so stopping the workers earlier could strand it)."""
+        with self._lock:
+            if self._workers_released:
+                return
+            self._workers_released = True
+        for _ in self._workers:
+            self._queue.put(None)
 
     def _close_runtime(self) -> None:
         """Close the store unless a worker is still inside a request (it may hold the write
@@ -208,7 +283,8 @@ class Service:
         except Exception:
             log.exception("reader failed")
         finally:
-            self._input_done.set()
+            self._input_ended = True
+            self._wake()
 
     def _accept_safely(self, line: bytes) -> None:
         """One line's unexpected failure is answered (-32603, id unknown) and logged; it must
@@ -241,9 +317,10 @@ class Service:
             return _id_key(incoming.id) in self._inflight
 
     def _enqueue(self, incoming: dispatch.Incoming) -> None:
-        job = Job(incoming)
+        scopes = self._scopes_touched(incoming)
         key = None if incoming.is_notification else _id_key(incoming.id)
         refusal: Exception | None = None
+        ready = False
         with self._lock:
             if not self._accepting:
                 refusal = Overloaded("server is shutting down", reason="shutting_down")
@@ -255,12 +332,28 @@ class Service:
                 )
             else:
                 self._pending += 1
+                self._outstanding += 1
+                job = Job(incoming, self._sequencer.admit(scopes, incoming.method.writes))
                 if key is not None:
                     self._inflight[key] = job
-        if refusal is None:
+                ready = job.ticket.waiting_for == 0
+                if not ready:
+                    self._waiting[id(job.ticket)] = job
+        if ready:
             self._queue.put(job)
-        elif not incoming.is_notification:
+        elif refusal is not None and not incoming.is_notification:
             self._write(dispatch.error_line(incoming.id, refusal))
+
+    def _scopes_touched(self, incoming: dispatch.Incoming) -> list[str]:
+        """The resolved scopes a request names, to order it; none for one whose scope is
+        invalid (stage two refuses it, and a refused request changes nothing)."""
+        hint = dispatch.scope_hint(incoming)
+        if hint is None:
+            return []
+        try:
+            return self.runtime.scopes.resolve_many(hint.scope, hint.scopes)
+        except MemprocError:
+            return []
 
     def cancel(self, request_id: Any) -> bool:
         """Cancel a request in flight. True if it will be (or was just) answered with -32800."""
@@ -279,15 +372,31 @@ class Service:
         while (job := self._queue.get()) is not None:
             with self._lock:
                 self._pending -= 1
-            if not job.start():
-                continue  # cancelled while queued; already answered
-            ctx = OpContext(runtime=self.runtime, token=job.token)
-            line = dispatch.execute(job.incoming, ctx)
-            if job.token.cancelled and line is not None:
-                # Cancelled while running and nothing was committed (a committed write's token
-                # is sealed and cannot be cancelled): the cancellation wins over the result.
-                line = dispatch.error_line(job.incoming.id, Cancelled("request cancelled"))
-            self._respond(job, line)
+            try:
+                if job.start():  # else it was cancelled while queued, and is answered
+                    self._run(job)
+            finally:
+                self._finish(job)
+
+    def _finish(self, job: Job) -> None:
+        """Queue the jobs that waited only for this one; release the workers after the last."""
+        with self._lock:
+            ready = [self._waiting.pop(id(t)) for t in self._sequencer.finish(job.ticket)]
+            self._outstanding -= 1
+            last = self._outstanding == 0 and not self._accepting
+        for waiter in ready:
+            self._queue.put(waiter)
+        if last:
+            self._release_workers()
+
+    def _run(self, job: Job) -> None:
+        ctx = OpContext(runtime=self.runtime, token=job.token)
+        line = dispatch.execute(job.incoming, ctx)
+        if job.token.cancelled and line is not None:
+            # Cancelled while running and nothing was committed (a committed write's token
+            # is sealed and cannot be cancelled): the cancellation wins over the result.
+            line = dispatch.error_line(job.incoming.id, Cancelled("request cancelled"))
+        self._respond(job, line)
 
     # -- output ----------------------------------------------------------------------------
 
@@ -321,9 +430,10 @@ class Service:
                     return
 
     def _reader_gone(self) -> None:
-        if self._deadline is None:
+        if not self._stop_asked:
             log.warning("stdout closed; shutting down")
-        self._stop_by_deadline()
+        self._stop_asked = True
+        self._wake()
 
 
 def _id_key(request_id: Any) -> tuple[type, Any]:

@@ -175,6 +175,28 @@ def execute(incoming: Incoming, ctx: OpContext) -> bytes | None:
     return None if incoming.is_notification else response
 
 
+class ScopeHint(msgspec.Struct):
+    """The scope members of any request's params, read ahead of the handler to order it."""
+
+    scope: str | None = None
+    scopes: list[str] | None = None
+
+
+_scope_hint_decoder = msgspec.json.Decoder(ScopeHint)
+
+
+def scope_hint(incoming: Incoming) -> ScopeHint | None:
+    """The scopes a request names, unresolved; None when its params cannot be read this far
+    (stage two will then refuse the request, and a refused request changes nothing)."""
+    raw = incoming.raw_params
+    if raw.strip() == b"null":
+        return ScopeHint()
+    try:
+        return _scope_hint_decoder.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 def success_line(request_id: Any, result: Any) -> bytes:
     return _encoder.encode(SuccessResponse(id=request_id, result=result)) + b"\n"
 

@@ -42,6 +42,9 @@ class Method:
     # Inline methods run on the reader thread, ahead of any queue: they must be instant and
     # touch no storage, so that ping answers at once however busy the workers are.
     inline: bool = False
+    # Whether the method changes stored state: within a scope a write waits for every request
+    # sent before it, a read only for the writes before it (memproc.ordering).
+    writes: bool = False
 
 
 METHODS: tuple[Method, ...] = (
@@ -56,29 +59,46 @@ METHODS: tuple[Method, ...] = (
         system.cancelled_notification,
         inline=True,
     ),
-    Method("memory.remember", m.RememberParams, m.RememberResult, memory.remember),
+    Method("memory.remember", m.RememberParams, m.RememberResult, memory.remember, writes=True),
     Method(
         "memory.remember_batch",
         m.RememberBatchParams,
         m.RememberBatchResult,
         memory.remember_batch,
+        writes=True,
     ),
     Method("memory.get", m.GetParams, m.GetResult, memory.get),
     Method("memory.list", m.ListParams, m.ListResult, memory.list_memories),
-    Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget),
+    Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget, writes=True),
     Method("memory.search", m.SearchParams, m.SearchResult, search.search),
-    Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback),
-    Method("memory.edit", m.EditParams, m.EditResult, revisions.edit),
+    Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback, writes=True),
+    Method("memory.edit", m.EditParams, m.EditResult, revisions.edit, writes=True),
     Method("memory.history", m.HistoryParams, m.HistoryResult, revisions.history),
-    Method("memory.challenge", m.ChallengeParams, m.TransitionResult, lifecycle.challenge),
-    Method("memory.resolve", m.ResolveParams, m.TransitionResult, lifecycle.resolve),
-    Method("memory.supersede", m.SupersedeParams, m.TransitionResult, lifecycle.supersede),
-    Method("memory.invalidate", m.InvalidateParams, m.TransitionResult, lifecycle.invalidate),
-    Method("memory.purge", m.PurgeParams, m.PurgeResult, lifecycle.purge),
-    Method("evidence.put", em.EvidencePutParams, em.EvidencePutResult, evidence.put),
+    Method(
+        "memory.challenge", m.ChallengeParams, m.TransitionResult, lifecycle.challenge, writes=True
+    ),
+    Method("memory.resolve", m.ResolveParams, m.TransitionResult, lifecycle.resolve, writes=True),
+    Method(
+        "memory.supersede", m.SupersedeParams, m.TransitionResult, lifecycle.supersede, writes=True
+    ),
+    Method(
+        "memory.invalidate",
+        m.InvalidateParams,
+        m.TransitionResult,
+        lifecycle.invalidate,
+        writes=True,
+    ),
+    Method("memory.purge", m.PurgeParams, m.PurgeResult, lifecycle.purge, writes=True),
+    Method("evidence.put", em.EvidencePutParams, em.EvidencePutResult, evidence.put, writes=True),
     Method("evidence.get", em.EvidenceGetParams, em.EvidenceGetResult, evidence.get),
     Method("evidence.list", em.EvidenceListParams, em.EvidenceListResult, evidence.list_evidence),
-    Method("checkpoint.save", cm.CheckpointSaveParams, cm.CheckpointSaveResult, checkpoint.save),
+    Method(
+        "checkpoint.save",
+        cm.CheckpointSaveParams,
+        cm.CheckpointSaveResult,
+        checkpoint.save,
+        writes=True,
+    ),
     Method("checkpoint.get", cm.CheckpointGetParams, cm.CheckpointGetResult, checkpoint.get),
     Method(
         "checkpoint.list",
@@ -87,7 +107,11 @@ METHODS: tuple[Method, ...] = (
         checkpoint.list_checkpoints,
     ),
     Method(
-        "checkpoint.clear", cm.CheckpointClearParams, cm.CheckpointClearResult, checkpoint.clear
+        "checkpoint.clear",
+        cm.CheckpointClearParams,
+        cm.CheckpointClearResult,
+        checkpoint.clear,
+        writes=True,
     ),
     Method("context.get", xm.ContextGetParams, xm.ContextGetResult, project_context.get),
     *(
@@ -96,6 +120,7 @@ METHODS: tuple[Method, ...] = (
             pm.CreateProcedureParams,
             pm.CreateProcedureResult,
             procedures.create,
+            writes=True,
         ),
         Method("procedure.get", pm.GetProcedureParams, pm.GetProcedureResult, procedures.get),
         Method(
@@ -115,12 +140,14 @@ METHODS: tuple[Method, ...] = (
             pm.EvolveProcedureParams,
             pm.EvolveProcedureResult,
             procedures.evolve,
+            writes=True,
         ),
         Method(
             "episode.record",
             pm.RecordEpisodeParams,
             pm.RecordEpisodeResult,
             procedures.record_episode,
+            writes=True,
         ),
         Method(
             "procedure.review.list",
@@ -133,6 +160,7 @@ METHODS: tuple[Method, ...] = (
             pm.ReviewDecideParams,
             pm.ReviewDecideResult,
             procedure_review.review_decide,
+            writes=True,
         ),
         Method("procedure.audit", pm.AuditParams, pm.AuditResult, procedure_review.audit),
     ),
