@@ -9,7 +9,9 @@ from typing import Any, Literal
 from memproc.cancel import NEVER_CANCELLED, CancelToken
 from memproc.runtime import Runtime
 
-JudgeOutcome = Literal["answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"]
+JudgeOutcome = Literal[
+    "answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"
+]
 
 
 @dataclass(frozen=True)
