@@ -86,9 +86,22 @@ def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
     try:
         return _members_decoder.decode(line)
     except msgspec.ValidationError:
+        # The decoder judged the first value by its first byte; only a line that is JSON at
+        # all is an invalid request (`[[[` with no end is not JSON, so it is a parse error).
+        _parse_error_unless_json(line)
         raise EnvelopeError(
             error_line(None, InvalidRequest("a request must be a JSON object"))
         ) from None
+    except msgspec.DecodeError:
+        raise EnvelopeError(error_line(None, ParseError("invalid JSON"))) from None
+    except RecursionError:
+        raise EnvelopeError(error_line(None, ParseError("JSON nests too deeply"))) from None
+
+
+def _parse_error_unless_json(line: bytes) -> None:
+    """Raise the -32700 EnvelopeError if `line` is not one complete JSON value."""
+    try:
+        msgspec.json.decode(line)
     except msgspec.DecodeError:
         raise EnvelopeError(error_line(None, ParseError("invalid JSON"))) from None
     except RecursionError:
