@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -123,6 +124,10 @@ def _serve(args: argparse.Namespace) -> int:
     runtime.open_store()
     service = Service(runtime, in_fd=0, out_fd=protocol_fd)
     status = service.run(on_serving=runtime.start_models)
+    # Everything owed is answered. Python resets handled signals to their default action while
+    # it tears down, so a SIGTERM arriving now would turn this exit 0 into death by signal.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if service.left_running:
         # Threads still inside work they would not stop (a model run, a write waiting for its
         # lock): tearing the interpreter down under them can crash native code (onnxruntime
