@@ -5,8 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The tests run real inference with MiniLM, fetched once into this cache (tests/conftest.py).
 TEST_MODELS := .cache/models
+# pytest-xdist workers. Most of the suite waits on child processes and pipes rather than the
+# CPU, so more workers than cores still pay on a 2-core machine.
+TEST_WORKERS ?= 4
 
-.PHONY: serve test lint typecheck schemas bench-startup clean
+.PHONY: serve test test-fast lint typecheck schemas bench-startup clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +26,12 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/memproc schema --out schemas --check
 	$(BIN)/memproc models pull minilm-l6-int8 --models-dir $(TEST_MODELS)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
+# The in-process tests without the slow ones: no child processes, no lint. What CI runs is `test`.
+test-fast: $(STAMP)
+	$(BIN)/memproc models pull minilm-l6-int8 --models-dir $(TEST_MODELS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow" --ignore=tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

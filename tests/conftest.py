@@ -11,6 +11,7 @@ from memproc.config import Config
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.store import NewMemory, Store
+from memproc.store.connection import ConnectionSettings
 from searchkit import OpenRuntime, opener, settle
 
 
@@ -37,9 +38,14 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "memory.db")
 
 
+# Unit tests do not test durability (the crash suites run the real defaults): skipping the fsync
+# at every commit makes them several times faster on a slow disk.
+UNIT_SETTINGS = ConnectionSettings(synchronous="normal")
+
+
 @pytest.fixture
 def store(db_path: str) -> Iterator[Store]:
-    opened = Store(db_path)
+    opened = Store(db_path, UNIT_SETTINGS)
     try:
         yield opened
     finally:
@@ -58,6 +64,7 @@ def make_runtime(tmp_path: Path) -> Iterator[Callable[..., Runtime]]:
     opened: list[Runtime] = []
 
     def make(db: str | None = None, **settings: object) -> Runtime:
+        settings.setdefault("synchronous", UNIT_SETTINGS.synchronous)
         config = Config(db=db or str(tmp_path / f"rt{len(opened)}.db"), **settings)  # type: ignore[arg-type]
         runtime = Runtime(config)
         opened.append(runtime)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,9 @@ from memproc.protocol import messages as m
 from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
 from memproc.store import citations
+
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
 
 MINE, THEIRS = "mine", "theirs"
 WORDS = ("alpha", "bravo", "charlie", "delta")

@@ -156,7 +156,8 @@ def _settings_of(conn: apsw.Connection) -> dict[str, object]:
     }
 
 
-def test_connection_setup_is_applied_to_reader_and_writer(store: Store) -> None:
+def test_connection_setup_is_applied_to_reader_and_writer(db_path: str) -> None:
+    store = Store(db_path)  # the defaults, not the `store` fixture's faster settings
     with store.reading() as conn:
         reader = _settings_of(conn)
     with store.writing() as conn:
@@ -168,6 +169,7 @@ def test_connection_setup_is_applied_to_reader_and_writer(store: Store) -> None:
     assert reader["secure_delete"] == 1
     assert reader["busy_timeout"] == 5000
     assert str(reader["vec_version"]).startswith("v")
+    store.close()
 
 
 def test_settings_are_honoured(db_path: str) -> None:

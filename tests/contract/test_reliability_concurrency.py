@@ -12,8 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import stress_concurrency
 from stress_concurrency import MUST_BE_ZERO, Sizes
+
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
 
 
 def check_figures(figures: dict[str, Any], sizes: Sizes) -> None:

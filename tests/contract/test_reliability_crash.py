@@ -11,8 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import stress_crash
 from stress_crash import MUST_BE_ZERO, Sizes
+
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
 
 WRITE_METHODS = {
     "memory.remember",

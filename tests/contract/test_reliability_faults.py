@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 import stress_faults
 
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 STORAGE_UNAVAILABLE = -32005
 NOT_READY = -32001
 

@@ -25,6 +25,9 @@ from stress_fuzz import FuzzSession, run
 
 from memproc.protocol.methods import METHOD_TABLE
 
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 SEEDED_LINES = 1_200
 EMBEDDER_LINES = 100
 HYPOTHESIS_EXAMPLES = 60

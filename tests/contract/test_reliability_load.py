@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 import stress_load
 
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 MEMORIES = 64  # one backfill batch
 REQUESTS = 128
 IN_FLIGHT = 64

@@ -15,6 +15,9 @@ import pytest
 from client import Spawn
 from stress_paths import Event, Unavailable, parse_trace, run
 
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 FUZZ_LINES = 150
 
 

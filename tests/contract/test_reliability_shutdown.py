@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 import stress_shutdown
 
+# Slow: `make test` runs this module, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 CEILING_S = stress_shutdown.ORPHAN_BOUND_S
 
 

@@ -126,8 +126,8 @@ def remember(content: str, **extra: str) -> Request:
     return "memory.remember", {"scope": SCOPE, "kind": "note", "content": content, **extra}
 
 
-def search(query: str) -> Request:
-    return "memory.search", {"scope": SCOPE, "query": query}
+def search(query: str, scope: str = SCOPE) -> Request:
+    return "memory.search", {"scope": scope, "query": query}
 
 
 def _mixed_requests(count: int, tag: str) -> list[Request]:
@@ -155,11 +155,12 @@ def _send_held(server: Client, held: list[tuple[Request, str]]) -> list[Any]:
 
 def _eof_held(servers: Servers, count: int) -> dict[str, Any]:
     """Three workers, each blocked (two searches and a write holding the write lock), the
-    rest queued behind them; EOF; then release: everything is answered."""
+    rest queued behind them; EOF; then release: everything is answered. The searches read
+    scopes of their own: a write waits for the reads sent before it on its scope."""
     server = servers.start("--workers", "3", slow=True)
     held = [
-        (search("block eof-a"), "eof-a"),
-        (search("block eof-b"), "eof-b"),
+        (search("block eof-a", scope="held-a"), "eof-a"),
+        (search("block eof-b", scope="held-b"), "eof-b"),
         (remember("block-insert-quiet eof-w held write"), "eof-w"),
     ]
     sent = _send_held(server, held)
@@ -202,14 +203,15 @@ def _eof_pipelined(servers: Servers, count: int) -> dict[str, Any]:
 def _sigterm(servers: Servers, *, stubborn: bool) -> dict[str, Any]:
     """Four workers: two blocked searches and a blocked write, which either honours its
     cancellation (it keeps SQLite busy, so the progress handler interrupts it) or, stubborn,
-    ignores it while holding the write lock; the fourth worker serves the queue (reads first,
-    then writes that wait for the lock) until the deadline."""
+    ignores it while holding the write lock; the fourth worker serves the queue until the
+    deadline (all of it on the held write's scope, so it waits for that write by the ordering
+    rule). The searches read scopes of their own, or the write would wait for them."""
     deadline = {"MEMPROC_SHUTDOWN_DEADLINE_S": str(DEADLINE_S)}
     server = servers.start("--workers", "4", slow=True, **deadline)
     block = "block-insert-quiet" if stubborn else "block-insert"
     held = [
-        (search("block term-a"), "term-a"),
-        (search("block term-b"), "term-b"),
+        (search("block term-a", scope="held-a"), "term-a"),
+        (search("block term-b", scope="held-b"), "term-b"),
         (remember(f"{block} term-w held write"), "term-w"),
     ]
     sent = _send_held(server, held)
