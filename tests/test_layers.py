@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,3 +242,52 @@ def test_starting_the_service_imports_no_numerical_or_model_library() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert completed.stdout.strip() == "[]"
+
+
+# What answering the first `ping` may import: framing, dispatch, the method table's names and
+# the connection-level handlers. Handlers, the store, the gate, numpy and onnxruntime are
+# imported when a request first needs them (benchmarks/startup.py measures the effect).
+FIRST_RESPONSE_MEMPROC_MODULES = {
+    "memproc",
+    "memproc.cancel",
+    "memproc.cli",
+    "memproc.config",
+    "memproc.errors",
+    "memproc.logs",
+    "memproc.models",
+    "memproc.models.catalog",
+    "memproc.models.manager",
+    "memproc.models.manifest",
+    "memproc.ops",
+    "memproc.ops.context",
+    "memproc.ops.system",
+    "memproc.ordering",
+    "memproc.protocol",
+    "memproc.protocol.dispatch",
+    "memproc.protocol.envelope",
+    "memproc.protocol.errors",
+    "memproc.protocol.framing",
+    "memproc.protocol.messages",
+    "memproc.protocol.methods",
+    "memproc.runtime",
+    "memproc.scopes",
+    "memproc.service",
+}
+NEVER_BEFORE_FIRST_RESPONSE = ("numpy", "onnxruntime", "tokenizers", "apsw", "sqlite_vec")
+
+
+def test_the_first_ping_imports_only_the_transport(tmp_path: Path) -> None:
+    probe = Path(__file__).with_name("first_response_modules.py")
+    out, models = tmp_path / "modules.json", tmp_path / "no-models"
+    models.mkdir()
+    completed = subprocess.run(
+        [sys.executable, str(probe), str(out), str(tmp_path / "memory.db"), str(models)],
+        input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert b'"result":{}' in completed.stdout
+    modules = set(json.loads(out.read_text()))
+    assert {m for m in modules if m.startswith("memproc")} <= FIRST_RESPONSE_MEMPROC_MODULES
+    assert not [m for m in modules if m.split(".")[0] in NEVER_BEFORE_FIRST_RESPONSE]

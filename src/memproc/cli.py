@@ -53,9 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     index_options.add_argument("--db", help="SQLite database file (default ./memory.db)")
     index_options.add_argument("--models-dir", help=MODELS_DIR_HELP)
     index_options.add_argument("--config", help="TOML settings file")
-    from memproc import index_cli
-
-    index_cli.add_parser(commands, index_options)
+    index = commands.add_parser("index", help="verify or rebuild the search indexes")
+    actions = index.add_subparsers(dest="action", required=True)
+    actions.add_parser("verify", parents=[index_options], help="report drift; exit 1 if any")
+    actions.add_parser(
+        "rebuild", parents=[index_options], help="rebuild FTS, drop drifted vectors, re-embed"
+    )
     return parser
 
 
@@ -121,9 +124,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure_logging(config.log_level)
     runtime = Runtime(config)
-    runtime.open_store()
     service = Service(runtime, in_fd=0, out_fd=protocol_fd)
-    status = service.run(on_serving=runtime.start_models)
+    status = service.run(on_serving=runtime.start)
     # Everything owed is answered. Python resets handled signals to their default action while
     # it tears down, so a SIGTERM arriving now would turn this exit 0 into death by signal.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

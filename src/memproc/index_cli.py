@@ -7,7 +7,6 @@ found (verify) or remains (rebuild).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -18,15 +17,6 @@ from memproc.config import Config
 from memproc.errors import MemprocError
 from memproc.store import maintenance
 from memproc.store import vectors as vector_sql
-
-
-def add_parser(commands: Any, config_parent: argparse.ArgumentParser) -> None:
-    index = commands.add_parser("index", help="verify or rebuild the search indexes")
-    actions = index.add_subparsers(dest="action", required=True)
-    actions.add_parser("verify", parents=[config_parent], help="report drift; exit 1 if any")
-    actions.add_parser(
-        "rebuild", parents=[config_parent], help="rebuild FTS, drop drifted vectors, re-embed"
-    )
 
 
 def run(action: str, config: Config) -> int:

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
 from memproc.models.manager import ModelManager
-from memproc.retrieval.indexing import VectorIndex
 from memproc.scopes import ScopePolicy
-from memproc.store import Store
-from memproc.store.connection import ConnectionSettings
-from memproc.store.vectors import EmbedderRow
 
-if TYPE_CHECKING:  # numpy-backed: imported when first used, so start-up does not pay for it
+if TYPE_CHECKING:  # imported when first used, so that answering `ping` does not pay for them
     from memproc.retrieval.dense_cache import DenseCache
+    from memproc.retrieval.indexing import VectorIndex
+    from memproc.store import Store
+    from memproc.store.vectors import EmbedderRow
 
 log = logging.getLogger("memproc.runtime")
 
@@ -54,6 +53,9 @@ class Runtime:
 
     def open_store(self) -> None:
         """Try to open the store now; remember why if it fails."""
+        from memproc.store import Store
+        from memproc.store.connection import ConnectionSettings
+
         with self._store_lock:
             if self._store is not None:
                 return
@@ -93,11 +95,20 @@ class Runtime:
             return None
         if embedder is None:
             return None
+        from memproc.retrieval.indexing import VectorIndex
+
         store = self.store()
         with self._store_lock:
             if self._index is None or self._index.embedder is not embedder:
                 self._index = VectorIndex(store, embedder)
             return self._index
+
+    def start(self) -> None:
+        """Open the store and load the models in the background, once the transport answers:
+        `ping` and `initialize` need neither, and a request that needs the store opens it
+        itself (under the same lock) if it comes first."""
+        self._in_background(self.open_store, "memproc-open")
+        self.start_models()
 
     def start_models(self) -> None:
         """Load models in the background; when the embedder is ready, backfill vectors."""
@@ -219,8 +230,9 @@ class Runtime:
             except MemprocError as exc:
                 return "failed", exc.data.get("reason")
             return "ready", "read_only" if self._store.read_only else None
-        reason = None if self._store_error is None else self._store_error.data.get("reason")
-        return "failed", reason
+        if self._store_error is None:
+            return "loading", None  # start() is opening it in the background
+        return "failed", self._store_error.data.get("reason")
 
     def stop_background(self, wait_s: float = 30.0) -> bool:
         """Ask background work to stop (it checks between batches) and wait for it and for a

@@ -5,7 +5,6 @@ to `sys.stdout`/`sys.__stdout__` before returning their normal result. The contr
 reaches the protocol stream, which must still parse line by line.
 """
 
-import dataclasses
 import os
 import sys
 
@@ -31,7 +30,7 @@ def _noisy(name: str) -> None:
         _make_noise(name)
         return original(ctx, params)
 
-    METHOD_TABLE[name] = dataclasses.replace(method, handler=handler)
+    METHOD_TABLE[name] = method.with_handler(handler)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Control files live in the directory named by `CONTRACT_CONTROL_DIR`:
 A blocked handler gives up after SAFETY_S so a broken test cannot hang the process forever.
 """
 
-import dataclasses
 import os
 import sys
 import time
@@ -64,7 +63,7 @@ def _patch_search() -> None:
             _block(words[1], step)
         return original(ctx, params)
 
-    METHOD_TABLE["memory.search"] = dataclasses.replace(method, handler=handler)
+    METHOD_TABLE["memory.search"] = method.with_handler(handler)
 
 
 def _patch_insert() -> None:

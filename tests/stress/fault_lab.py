@@ -164,8 +164,7 @@ def is_up(client: Client) -> bool:
 
 
 def store_component(client: Client) -> dict[str, Any]:
-    component: dict[str, Any] = client.result("server.info")["components"]["store"]
-    return component
+    return client.wait_component("store")
 
 
 # -- after the fault: is everything still there? ----------------------------------------------

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memproc.cancel import NEVER_CANCELLED, CancelToken
-from memproc.runtime import Runtime
+
+if TYPE_CHECKING:  # the runtime imports the store: not needed to answer ping
+    from memproc.runtime import Runtime
 
 JudgeOutcome = Literal[
     "answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"

@@ -1,18 +1,14 @@
-"""The JSON-RPC 2.0 envelope: request ids, responses, error objects and the request union.
+"""The JSON-RPC 2.0 envelope: request ids, responses, notifications and error objects.
 
-The request union is built once, from the method table: each request type is tagged with its
-wire name in the `method` field. Dispatch decodes in two stages instead (envelope, then params)
-to give exact error codes; the union is the contract that `schemas/` publishes and that typed
-clients can decode with.
+The typed request union lives in `requests.py`: it imports every params type, which the
+service must not pay for before its first response.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import msgspec
-
-from memproc.protocol.methods import METHODS
 
 # JSON-RPC allows any number; memproc takes integers that fit in 64 bits, or short strings.
 RequestId = (
@@ -45,25 +41,3 @@ class Notification(msgspec.Struct, kw_only=True):
     jsonrpc: Literal["2.0"] = "2.0"
     method: str
     params: dict[str, Any]
-
-
-class RequestBase(msgspec.Struct, tag_field="method", forbid_unknown_fields=True, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    id: RequestId | msgspec.UnsetType = msgspec.UNSET
-
-
-def _request_type(name: str, params: type) -> type:
-    struct_name = "".join(part.capitalize() for part in name.replace("/", ".").split(".") if part)
-    return msgspec.defstruct(
-        struct_name.replace("$", "") + "Request",
-        [("params", params, msgspec.field(default_factory=params))],
-        bases=(RequestBase,),
-        tag=name,
-        kw_only=True,
-    )
-
-
-REQUEST_TYPES: dict[str, type] = {
-    method.name: _request_type(method.name, method.params) for method in METHODS
-}
-AnyRequest = Union[tuple(REQUEST_TYPES.values())]  # type: ignore[valid-type]  # noqa: UP007

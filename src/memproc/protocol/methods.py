@@ -1,168 +1,304 @@
 """The one explicit method table: wire name -> params type, result type, handler.
 
-A test holds this table, the request union's tags and the files in `schemas/` to each other.
+Entries name their types and handlers as "module:attribute" and import them on first use: the
+reader answers `ping` before any handler, the gate, the store or numpy is imported, so start-up
+pays only for the names. A test holds this table, the request union's tags and the files in
+`schemas/` to each other, and imports every entry.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import msgspec
+if TYPE_CHECKING:
+    from memproc.ops.context import OpContext
+    from memproc.protocol.messages import MethodInfo, Params, Result
 
-from memproc.ops import (
-    checkpoint,
-    evidence,
-    lifecycle,
-    memory,
-    procedure_review,
-    procedure_search,
-    procedures,
-    project_context,
-    revisions,
-    search,
-    system,
-)
-from memproc.ops.context import OpContext
-from memproc.protocol import checkpoint_messages as cm
-from memproc.protocol import context_messages as xm
-from memproc.protocol import evidence_messages as em
-from memproc.protocol import messages as m
-from memproc.protocol import procedure_messages as pm
+Ref = str | Any  # "module:attribute", or the object itself (tests build entries that way)
 
 
-@dataclass(frozen=True)
+def _resolve(ref: Ref) -> Any:
+    if not isinstance(ref, str):
+        return ref
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 class Method:
-    name: str
-    params: type[m.Params]
-    result: type[m.Result]
-    handler: Callable[[OpContext, Any], m.Result]
-    # Inline methods run on the reader thread, ahead of any queue: they must be instant and
-    # touch no storage, so that ping answers at once however busy the workers are.
-    inline: bool = False
-    # Whether the method changes stored state: within a scope a write waits for every request
-    # sent before it, a read only for the writes before it (memproc.ordering).
-    writes: bool = False
+    """One method. `params`, `result` and `handler` are imported when first asked for."""
 
+    __slots__ = ("_refs", "_resolved", "inline", "name", "writes")
+
+    def __init__(
+        self,
+        name: str,
+        params: Ref,
+        result: Ref,
+        handler: Ref,
+        *,
+        inline: bool = False,
+        writes: bool = False,
+    ) -> None:
+        self.name = name
+        self._refs = {"params": params, "result": result, "handler": handler}
+        self._resolved: dict[str, Any] = {}
+        # Inline methods run on the reader thread, ahead of any queue: they must be instant and
+        # touch no storage, so that ping answers at once however busy the workers are.
+        self.inline = inline
+        # Whether the method changes stored state: within a scope a write waits for every
+        # request sent before it, a read only for the writes before it (memproc.ordering).
+        self.writes = writes
+
+    def _get(self, part: str) -> Any:
+        value = self._resolved.get(part)
+        if value is None:
+            value = self._resolved[part] = _resolve(self._refs[part])
+        return value
+
+    @property
+    def params(self) -> type[Params]:
+        return self._get("params")
+
+    @property
+    def result(self) -> type[Result]:
+        return self._get("result")
+
+    @property
+    def handler(self) -> Callable[[OpContext, Any], Result]:
+        return self._get("handler")
+
+    def with_handler(self, handler: Callable[[OpContext, Any], Result]) -> Method:
+        """The same method with another handler (test servers wrap handlers this way)."""
+        refs = self._refs
+        return Method(
+            self.name,
+            refs["params"],
+            refs["result"],
+            handler,
+            inline=self.inline,
+            writes=self.writes,
+        )
+
+
+# Where the entries live, so each line names only what differs.
+M = "memproc.protocol.messages:"
+CM = "memproc.protocol.checkpoint_messages:"
+XM = "memproc.protocol.context_messages:"
+EM = "memproc.protocol.evidence_messages:"
+PM = "memproc.protocol.procedure_messages:"
+OPS = "memproc.ops."
 
 METHODS: tuple[Method, ...] = (
-    Method("initialize", m.InitializeParams, m.InitializeResult, system.initialize, inline=True),
-    Method("ping", m.PingParams, m.PingResult, system.ping, inline=True),
-    Method("server.info", m.ServerInfoParams, m.ServerInfoResult, system.server_info, inline=True),
-    Method("$/cancelRequest", m.CancelParams, m.CancelResult, system.cancel_request, inline=True),
     Method(
-        "notifications/cancelled",
-        m.CancelledNotificationParams,
-        m.CancelResult,
-        system.cancelled_notification,
+        "initialize",
+        M + "InitializeParams",
+        M + "InitializeResult",
+        OPS + "system:initialize",
         inline=True,
     ),
-    Method("memory.remember", m.RememberParams, m.RememberResult, memory.remember, writes=True),
+    Method("ping", M + "PingParams", M + "PingResult", OPS + "system:ping", inline=True),
     Method(
-        "memory.remember_batch",
-        m.RememberBatchParams,
-        m.RememberBatchResult,
-        memory.remember_batch,
+        "server.info",
+        M + "ServerInfoParams",
+        M + "ServerInfoResult",
+        OPS + "system:server_info",
+        inline=True,
+    ),
+    Method(
+        "$/cancelRequest",
+        M + "CancelParams",
+        M + "CancelResult",
+        OPS + "system:cancel_request",
+        inline=True,
+    ),
+    Method(
+        "notifications/cancelled",
+        M + "CancelledNotificationParams",
+        M + "CancelResult",
+        OPS + "system:cancelled_notification",
+        inline=True,
+    ),
+    Method(
+        "memory.remember",
+        M + "RememberParams",
+        M + "RememberResult",
+        OPS + "memory:remember",
         writes=True,
     ),
-    Method("memory.get", m.GetParams, m.GetResult, memory.get),
-    Method("memory.list", m.ListParams, m.ListResult, memory.list_memories),
-    Method("memory.forget", m.ForgetParams, m.ForgetResult, memory.forget, writes=True),
-    Method("memory.search", m.SearchParams, m.SearchResult, search.search),
-    Method("memory.feedback", m.FeedbackParams, m.FeedbackResult, memory.feedback, writes=True),
-    Method("memory.edit", m.EditParams, m.EditResult, revisions.edit, writes=True),
-    Method("memory.history", m.HistoryParams, m.HistoryResult, revisions.history),
     Method(
-        "memory.challenge", m.ChallengeParams, m.TransitionResult, lifecycle.challenge, writes=True
+        "memory.remember_batch",
+        M + "RememberBatchParams",
+        M + "RememberBatchResult",
+        OPS + "memory:remember_batch",
+        writes=True,
     ),
-    Method("memory.resolve", m.ResolveParams, m.TransitionResult, lifecycle.resolve, writes=True),
+    Method("memory.get", M + "GetParams", M + "GetResult", OPS + "memory:get"),
+    Method("memory.list", M + "ListParams", M + "ListResult", OPS + "memory:list_memories"),
     Method(
-        "memory.supersede", m.SupersedeParams, m.TransitionResult, lifecycle.supersede, writes=True
+        "memory.forget",
+        M + "ForgetParams",
+        M + "ForgetResult",
+        OPS + "memory:forget",
+        writes=True,
+    ),
+    Method("memory.search", M + "SearchParams", M + "SearchResult", OPS + "search:search"),
+    Method(
+        "memory.feedback",
+        M + "FeedbackParams",
+        M + "FeedbackResult",
+        OPS + "memory:feedback",
+        writes=True,
+    ),
+    Method("memory.edit", M + "EditParams", M + "EditResult", OPS + "revisions:edit", writes=True),
+    Method("memory.history", M + "HistoryParams", M + "HistoryResult", OPS + "revisions:history"),
+    Method(
+        "memory.challenge",
+        M + "ChallengeParams",
+        M + "TransitionResult",
+        OPS + "lifecycle:challenge",
+        writes=True,
+    ),
+    Method(
+        "memory.resolve",
+        M + "ResolveParams",
+        M + "TransitionResult",
+        OPS + "lifecycle:resolve",
+        writes=True,
+    ),
+    Method(
+        "memory.supersede",
+        M + "SupersedeParams",
+        M + "TransitionResult",
+        OPS + "lifecycle:supersede",
+        writes=True,
     ),
     Method(
         "memory.invalidate",
-        m.InvalidateParams,
-        m.TransitionResult,
-        lifecycle.invalidate,
+        M + "InvalidateParams",
+        M + "TransitionResult",
+        OPS + "lifecycle:invalidate",
         writes=True,
     ),
-    Method("memory.purge", m.PurgeParams, m.PurgeResult, lifecycle.purge, writes=True),
-    Method("evidence.put", em.EvidencePutParams, em.EvidencePutResult, evidence.put, writes=True),
-    Method("evidence.get", em.EvidenceGetParams, em.EvidenceGetResult, evidence.get),
-    Method("evidence.list", em.EvidenceListParams, em.EvidenceListResult, evidence.list_evidence),
+    Method(
+        "memory.purge",
+        M + "PurgeParams",
+        M + "PurgeResult",
+        OPS + "lifecycle:purge",
+        writes=True,
+    ),
+    Method(
+        "evidence.put",
+        EM + "EvidencePutParams",
+        EM + "EvidencePutResult",
+        OPS + "evidence:put",
+        writes=True,
+    ),
+    Method(
+        "evidence.get",
+        EM + "EvidenceGetParams",
+        EM + "EvidenceGetResult",
+        OPS + "evidence:get",
+    ),
+    Method(
+        "evidence.list",
+        EM + "EvidenceListParams",
+        EM + "EvidenceListResult",
+        OPS + "evidence:list_evidence",
+    ),
     Method(
         "checkpoint.save",
-        cm.CheckpointSaveParams,
-        cm.CheckpointSaveResult,
-        checkpoint.save,
+        CM + "CheckpointSaveParams",
+        CM + "CheckpointSaveResult",
+        OPS + "checkpoint:save",
         writes=True,
     ),
-    Method("checkpoint.get", cm.CheckpointGetParams, cm.CheckpointGetResult, checkpoint.get),
+    Method(
+        "checkpoint.get",
+        CM + "CheckpointGetParams",
+        CM + "CheckpointGetResult",
+        OPS + "checkpoint:get",
+    ),
     Method(
         "checkpoint.list",
-        cm.CheckpointListParams,
-        cm.CheckpointListResult,
-        checkpoint.list_checkpoints,
+        CM + "CheckpointListParams",
+        CM + "CheckpointListResult",
+        OPS + "checkpoint:list_checkpoints",
     ),
     Method(
         "checkpoint.clear",
-        cm.CheckpointClearParams,
-        cm.CheckpointClearResult,
-        checkpoint.clear,
+        CM + "CheckpointClearParams",
+        CM + "CheckpointClearResult",
+        OPS + "checkpoint:clear",
         writes=True,
     ),
-    Method("context.get", xm.ContextGetParams, xm.ContextGetResult, project_context.get),
+    Method(
+        "context.get",
+        XM + "ContextGetParams",
+        XM + "ContextGetResult",
+        OPS + "project_context:get",
+    ),
     *(
         Method(
             "procedure.create",
-            pm.CreateProcedureParams,
-            pm.CreateProcedureResult,
-            procedures.create,
+            PM + "CreateProcedureParams",
+            PM + "CreateProcedureResult",
+            OPS + "procedures:create",
             writes=True,
         ),
-        Method("procedure.get", pm.GetProcedureParams, pm.GetProcedureResult, procedures.get),
+        Method(
+            "procedure.get",
+            PM + "GetProcedureParams",
+            PM + "GetProcedureResult",
+            OPS + "procedures:get",
+        ),
         Method(
             "procedure.list",
-            pm.ListProceduresParams,
-            pm.ListProceduresResult,
-            procedures.list_procedures,
+            PM + "ListProceduresParams",
+            PM + "ListProceduresResult",
+            OPS + "procedures:list_procedures",
         ),
         Method(
             "procedure.search",
-            pm.SearchProceduresParams,
-            pm.SearchProceduresResult,
-            procedure_search.search,
+            PM + "SearchProceduresParams",
+            PM + "SearchProceduresResult",
+            OPS + "procedure_search:search",
         ),
         Method(
             "procedure.evolve",
-            pm.EvolveProcedureParams,
-            pm.EvolveProcedureResult,
-            procedures.evolve,
+            PM + "EvolveProcedureParams",
+            PM + "EvolveProcedureResult",
+            OPS + "procedures:evolve",
             writes=True,
         ),
         Method(
             "episode.record",
-            pm.RecordEpisodeParams,
-            pm.RecordEpisodeResult,
-            procedures.record_episode,
+            PM + "RecordEpisodeParams",
+            PM + "RecordEpisodeResult",
+            OPS + "procedures:record_episode",
             writes=True,
         ),
         Method(
             "procedure.review.list",
-            pm.ReviewListParams,
-            pm.ReviewListResult,
-            procedure_review.review_list,
+            PM + "ReviewListParams",
+            PM + "ReviewListResult",
+            OPS + "procedure_review:review_list",
         ),
         Method(
             "procedure.review.decide",
-            pm.ReviewDecideParams,
-            pm.ReviewDecideResult,
-            procedure_review.review_decide,
+            PM + "ReviewDecideParams",
+            PM + "ReviewDecideResult",
+            OPS + "procedure_review:review_decide",
             writes=True,
         ),
-        Method("procedure.audit", pm.AuditParams, pm.AuditResult, procedure_review.audit),
+        Method(
+            "procedure.audit",
+            PM + "AuditParams",
+            PM + "AuditResult",
+            OPS + "procedure_review:audit",
+        ),
     ),
 )
 
@@ -170,13 +306,13 @@ METHOD_TABLE: dict[str, Method] = {method.name: method for method in METHODS}
 
 
 @cache
-def method_catalog() -> list[m.MethodInfo]:
+def method_catalog() -> list[MethodInfo]:
     """Every method with the JSON Schema of its params, as `server.info` reports them."""
+    import msgspec
+
+    from memproc.protocol.messages import MethodInfo
+
     return [
-        m.MethodInfo(name=method.name, params_schema=params_schema(method.params))
+        MethodInfo(name=method.name, params_schema=msgspec.json.schema(method.params))
         for method in METHODS
     ]
-
-
-def params_schema(params_type: type[m.Params]) -> dict[str, Any]:
-    return msgspec.json.schema(params_type)

@@ -12,8 +12,9 @@ from typing import Any
 
 import msgspec
 
-from memproc.protocol.envelope import AnyRequest, ErrorResponse, Notification, SuccessResponse
+from memproc.protocol.envelope import ErrorResponse, Notification, SuccessResponse
 from memproc.protocol.methods import METHODS
+from memproc.protocol.requests import AnyRequest
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
