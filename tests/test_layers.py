@@ -272,6 +272,7 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.runtime",
     "memproc.scopes",
     "memproc.service",
+    "memproc.session",
 }
 NEVER_BEFORE_FIRST_RESPONSE = ("numpy", "onnxruntime", "tokenizers", "apsw", "sqlite_vec")
 

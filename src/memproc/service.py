@@ -39,8 +39,9 @@ from memproc.ops.context import OpContext
 from memproc.ordering import Sequencer, Ticket
 from memproc.protocol import dispatch
 from memproc.protocol.framing import LineWriter, Oversized, fd_reader, read_frames
-from memproc.protocol.methods import method_catalog
+from memproc.protocol.methods import Method, method_catalog
 from memproc.runtime import Runtime
+from memproc.session import ClientReply, Session
 
 log = logging.getLogger("memproc.service")
 
@@ -110,7 +111,8 @@ class Service:
         # must then end the process without tearing the interpreter down under them).
         self.left_running = False
         self._accepting = True
-        self._ctx = OpContext(runtime=runtime)
+        self.session = Session(send=self._write, schedule=self._continue)
+        self._ctx = OpContext(runtime=runtime, session=self.session)
         runtime.cancel_request = self.cancel
         runtime.notify = lambda method, params: self._write(
             dispatch.notification_line(method, params)
@@ -198,6 +200,7 @@ class Service:
         return self._deadline
 
     def _drain(self) -> None:
+        self.session.client_gone()  # a signal ends the stream too: settle its calls first
         with self._lock:
             self._accepting = False
             in_flight = len(self._inflight)
@@ -283,6 +286,7 @@ class Service:
         except Exception:
             log.exception("reader failed")
         finally:
+            self.session.client_gone()  # settled while requests are still accepted
             self._input_ended = True
             self._wake()
 
@@ -301,6 +305,9 @@ class Service:
             if exc.response is not None:
                 self._write(exc.response)
             return
+        if isinstance(incoming, dispatch.ClientResponse):
+            self.session.deliver(incoming.id, incoming.result, incoming.error)
+            return
         if incoming.method.inline:
             if self._id_in_flight(incoming):
                 refusal = InvalidRequest("id is already in flight")
@@ -316,8 +323,24 @@ class Service:
         with self._lock:
             return _id_key(incoming.id) in self._inflight
 
-    def _enqueue(self, incoming: dispatch.Incoming) -> None:
-        scopes = self._scopes_touched(incoming)
+    def _continue(self, scope: str, then: Callable[..., None], reply: ClientReply) -> None:
+        """Run a server-to-client call's continuation `then(ctx, reply)` as a write on its
+        scope, ordered like a request the client sent now. It is owed work, so the queue
+        bound does not refuse it."""
+        method = Method(
+            "$/continuation",
+            "memproc.protocol.messages:PingParams",
+            "memproc.protocol.messages:PingResult",
+            lambda ctx, _params: then(ctx, reply),
+            writes=True,
+        )
+        incoming = dispatch.Incoming(method=method, id=dispatch.missing_id(), raw_params=b"{}")
+        self._enqueue(incoming, scopes=[scope])
+
+    def _enqueue(self, incoming: dispatch.Incoming, scopes: list[str] | None = None) -> None:
+        """Queue a request (or, with `scopes`, a continuation the server owes) in its order."""
+        owed = scopes is not None
+        scopes = self._scopes_touched(incoming) if scopes is None else scopes
         key = None if incoming.is_notification else _id_key(incoming.id)
         refusal: Exception | None = None
         ready = False
@@ -326,7 +349,7 @@ class Service:
                 refusal = Overloaded("server is shutting down", reason="shutting_down")
             elif key is not None and key in self._inflight:
                 refusal = InvalidRequest("id is already in flight")
-            elif self._pending >= self.config.max_pending:
+            elif self._pending >= self.config.max_pending and not owed:
                 refusal = Overloaded(
                     "too many requests in flight", max_pending=self.config.max_pending
                 )
@@ -390,7 +413,7 @@ class Service:
             self._release_workers()
 
     def _run(self, job: Job) -> None:
-        ctx = OpContext(runtime=self.runtime, token=job.token)
+        ctx = OpContext(runtime=self.runtime, token=job.token, session=self.session)
         line = dispatch.execute(job.incoming, ctx)
         if job.token.cancelled and line is not None:
             # Cancelled while running and nothing was committed (a committed write's token

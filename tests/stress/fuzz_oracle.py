@@ -5,7 +5,8 @@ gets nothing; a line over `max_line_bytes`, or one that is not JSON (invalid UTF
 NaN, a lone surrogate, nesting past the decoder's limit) or whose `id` is not a valid id, gets one
 error with `id: null`; a request with a valid id gets one response with that id; a line without
 `id` is a notification (no answer) unless its envelope is invalid, which is answered with
-`id: null`. memproc's ids are integers that fit in 64 bits and strings up to 256 characters.
+`id: null`; a line with `result` or `error` and no `method` is a response, which JSON-RPC
+never answers. memproc's ids are integers that fit in 64 bits and strings up to 256 characters.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def expect(line: bytes, max_line_bytes: int) -> Expected:
         return Expected(True, None, str(exc))
     if not isinstance(value, dict):
         return Expected(True, None, "not an object")
+    if "method" not in value and ("result" in value or "error" in value):
+        return Expected(False, why="a response (to a call the server never made): never answered")
     if "id" in value:
         request_id = value["id"]
         return Expected(True, request_id if _valid_id(request_id) else None, "request")

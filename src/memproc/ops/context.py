@@ -10,6 +10,7 @@ from memproc.cancel import NEVER_CANCELLED, CancelToken
 
 if TYPE_CHECKING:  # the runtime imports the store: not needed to answer ping
     from memproc.runtime import Runtime
+    from memproc.session import Session
 
 JudgeOutcome = Literal[
     "answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"
@@ -38,3 +39,6 @@ class OpContext:
     runtime: Runtime
     token: CancelToken = NEVER_CANCELLED
     judge: Judge | None = None  # None: the client declared no judge (or this is not a session)
+    # The stream this request came on (None in-process): what its client declared, and the
+    # way to ask that client something (memproc.session).
+    session: Session | None = None

@@ -33,6 +33,8 @@ def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
             path="$.params.protocolVersion",
             supported=list(SUPPORTED_PROTOCOL_VERSIONS),
         )
+    if ctx.session is not None:
+        ctx.session.declare(params.capabilities)
     return InitializeResult(
         protocol_version=PROTOCOL_VERSION,
         server_info=ServerIdentity(name=SERVER_NAME, version=__version__),
@@ -45,6 +47,9 @@ def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
                 "explain": True,
             },
             "notifications": ["notifications/progress"],
+            # Requests the server may send: a client answers those it lists in its own
+            # `capabilities.requests` (e.g. {"gate/judge": {}}).
+            "requests": ["gate/judge"],
         },
     )
 

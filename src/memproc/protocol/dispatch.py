@@ -24,6 +24,7 @@ from memproc.protocol.methods import METHOD_TABLE, Method
 log = logging.getLogger("memproc.dispatch")
 
 _ENVELOPE_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
+_RESPONSE_MEMBERS = frozenset({"jsonrpc", "id", "result", "error"})
 _MISSING = object()
 _encoder = msgspec.json.Encoder()
 _members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -44,6 +45,15 @@ class Incoming:
         return self.id is _MISSING
 
 
+@dataclass(frozen=True)
+class ClientResponse:
+    """The client's answer to a request the server sent it (`gate/judge`, for one)."""
+
+    id: Any
+    result: msgspec.Raw | None
+    error: msgspec.Raw | None
+
+
 class EnvelopeError(Exception):
     """Stage one failed; `response` is the encoded error line (None for a notification)."""
 
@@ -52,9 +62,11 @@ class EnvelopeError(Exception):
         self.response = response
 
 
-def parse_envelope(line: bytes) -> Incoming:
+def parse_envelope(line: bytes) -> Incoming | ClientResponse:
     """Stage one. Raises EnvelopeError carrying the response to send."""
     members = _decode_members(line)
+    if "method" not in members and ("result" in members or "error" in members):
+        return _client_response(members)
     request_id = _decode_id(members)
     try:
         if _decode_text(members, "jsonrpc") != "2.0":
@@ -74,6 +86,23 @@ def parse_envelope(line: bytes) -> Incoming:
     return Incoming(
         method=method, id=request_id, raw_params=b"{}" if params is None else bytes(params)
     )
+
+
+def _client_response(members: dict[str, msgspec.Raw]) -> ClientResponse:
+    """A response from the client. JSON-RPC never answers a response, so one that is not
+    well formed is dropped (and logged), never answered."""
+    unknown = set(members) - _RESPONSE_MEMBERS
+    try:
+        request_id = _decode_id(members)
+    except EnvelopeError:
+        request_id = _MISSING
+    if request_id is _MISSING or _decode_text(members, "jsonrpc") != "2.0" or unknown:
+        log.warning("a malformed response from the client; dropped")
+        raise EnvelopeError(None)
+    if "result" in members and "error" in members:
+        log.warning("a response with both result and error; dropped")
+        raise EnvelopeError(None)
+    return ClientResponse(request_id, members.get("result"), members.get("error"))
 
 
 def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
