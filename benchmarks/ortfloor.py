@@ -111,25 +111,31 @@ class OrtEmbedder:
             described = json.load(handle)  # pooling and length: what the model is, not settings
         self.pooling = described.get("pooling", "cls")
         self.normalize = described.get("normalize", True)
+        self.query_prefix = described.get("query_prefix", "")
+        self.document_prefix = described.get("document_prefix", "")
         self.tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         self.tokenizer.enable_truncation(described.get("max_length", 512))
-        self.tokenizer.enable_padding()  # to the longest text of each call
+        self.tokenizer.no_padding()  # each call pads to its own longest text
         self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self.inputs = {node.name for node in self.session.get_inputs()}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(list(texts))
-        feeds = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
+        return self.run(self.tokenizer.encode_batch(list(texts)))
+
+    def run(self, encodings: Sequence[Any]) -> np.ndarray:
+        width = max(len(encoding.ids) for encoding in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0]
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:
-            mask = feeds["attention_mask"][:, :, None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         if self.normalize:
             pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled
@@ -174,12 +180,30 @@ def interleaved(
 
 
 def fastest(
-    model_dir: str, offline_dir: str, texts: Sequence[str], rounds: int
-) -> tuple[str, OrtEmbedder, dict[str, float]]:
-    """Every candidate on `texts`: the fastest one's name and embedder, and every median."""
+    model_dir: str, offline_dir: str, workloads: dict[str, Sequence[str]], rounds: int
+) -> dict[str, tuple[str, OrtEmbedder]]:
+    """For each named workload (a list of texts embedded in one call), the name and embedder
+    of the candidate with the lowest median, every candidate timed on it."""
     loaded = {c.name: load(model_dir, c, offline_dir) for c in candidates()}
-    medians = interleaved(
-        {name: (lambda e=embedder: e.embed(texts)) for name, embedder in loaded.items()}, rounds
-    )
-    name = min(medians, key=medians.__getitem__)
-    return name, loaded[name], medians
+    chosen = {}
+    for workload, texts in workloads.items():
+        medians = interleaved(
+            {name: (lambda e=embedder, t=texts: e.embed(t)) for name, embedder in loaded.items()},
+            rounds,
+        )
+        name = min(medians, key=medians.__getitem__)
+        chosen[workload] = (name, loaded[name])
+    return chosen
+
+
+def embed_all(embedder: OrtEmbedder, texts: Sequence[str], batch: int = 64) -> np.ndarray:
+    """Many texts the fast way: tokenized once, then sorted by length so that each call pads
+    little, `batch` at a time."""
+    encodings = embedder.tokenizer.encode_batch(list(texts))
+    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+    rows: list[np.ndarray] = []
+    for start in range(0, len(order), batch):
+        rows.append(embedder.run([encodings[i] for i in order[start : start + batch]]))
+    out = np.empty((len(texts), rows[0].shape[1]), dtype=np.float32)
+    out[order] = np.concatenate(rows)
+    return out
