@@ -2,15 +2,24 @@
 
     python benchmarks/search_speed.py [--sizes 10000,100000] [--queries 200]
                                       [--models-dir .cache/models] [--ingest-sample 2000]
+                                      [--ingest-one 300]
+
+Every floor is the fastest way to do the same work with the same libraries, built without
+memproc's settings (HOUSE_STYLE 17): embeddings come from the fastest onnxruntime
+configuration of `ortfloor.py`, chosen in this run for each workload (one query; 64 texts).
 
 Figures (medians and p95 over interleaved runs, so machine noise hits both sides alike):
-- hybrid `memory.search` latency at each size, beside the floor: query embedding + numpy
-  brute-force top-k over the same vectors + the raw FTS5 bm25 query;
-- ingest: `memory.remember_batch` with embedding, beside raw onnxruntime on the same batches
-  (tokenize + session.run, nothing else);
+- hybrid `memory.search` latency at each size, beside the floor: the query embedded by the
+  best onnxruntime configuration + numpy brute-force top-k over the same vectors + the raw
+  FTS5 bm25 query;
+- ingest one memory at a time: `memory.remember` (embedding, chunking, SQLite writes in one
+  transaction), beside the best onnxruntime call on the same text + one SQLite commit (WAL,
+  `synchronous=FULL` as memproc's default) of its text and vector;
+- ingest in bulk: `memory.remember_batch` with embedding, beside the best onnxruntime
+  configuration embedding the same texts in length-sorted batches of 64 (nothing stored);
 - the first search sent right after spawning `memproc serve` on the largest store;
 - resident memory of that process with the embedder loaded, before and after its in-memory
-  copy of the vectors is warm.
+  copy of the vectors is warm, and its peak (VmHWM).
 
 The stores are filled through the store's own write path, with synthetic text (a fixed
 vocabulary, Zipf-distributed) and vectors made from a pool of real embeddings with small
@@ -26,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,13 +43,19 @@ from pathlib import Path
 import apsw
 import numpy as np
 
+import ortfloor
 from memproc.config import Config
 from memproc.models.embedder import Embedder
 from memproc.models.pull import pull
 from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import RememberBatchParams, RememberItem, SearchParams
+from memproc.protocol.messages import (
+    RememberBatchParams,
+    RememberItem,
+    RememberParams,
+    SearchParams,
+)
 from memproc.retrieval.indexing import VectorIndex
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
@@ -50,6 +66,7 @@ from memproc.store.records import NewMemory
 from memproc.store.vectors import PendingMemory
 
 REPO = Path(__file__).resolve().parent.parent
+MODEL = "minilm-l6-int8"
 SCOPE = "speed"
 POOL_SIZE = 500
 FILL_BATCH = 5_000
@@ -117,10 +134,10 @@ def fill_store(db: str, size: int, embedder: Embedder, rng: np.random.Generator)
 
 
 class Floor:
-    """What any hybrid search must at least do: embed the query, score every vector, run the
-    FTS5 query. Measured on the same data and the same thread count."""
+    """What any hybrid search must at least do: embed the query (with the fastest onnxruntime
+    configuration), score every vector, run the FTS5 query. Measured on the same data."""
 
-    def __init__(self, db: str, embedder: Embedder, pool: int) -> None:
+    def __init__(self, db: str, embedder: ortfloor.OrtEmbedder, pool: int) -> None:
         self.embedder = embedder
         self.pool = pool
         self.conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
@@ -129,10 +146,10 @@ class Floor:
         table = self.conn.execute("SELECT id FROM embedders").get
         rows = self.conn.execute(f"SELECT embedding FROM vec_embedder_{table}").fetchall()
         self.matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32)
-        self.matrix = self.matrix.reshape(len(rows), embedder.dims)
+        self.matrix = self.matrix.reshape(len(rows), -1)
 
     def search(self, query: str) -> None:
-        vector = self.embedder.embed_queries([query])[0]
+        vector = self.embedder.embed([self.embedder.query_prefix + query])[0]
         scores = self.matrix @ vector
         top = np.argpartition(-scores, self.pool)[: self.pool]
         top[np.argsort(-scores[top])]
@@ -160,13 +177,14 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) * 1000
 
 
-def measure_search(db: str, models_dir: str, queries: list[str]) -> dict[str, float]:
+def measure_search(
+    db: str, models_dir: str, queries: list[str], query_floor: ortfloor.OrtEmbedder
+) -> dict[str, float]:
     runtime = Runtime(Config(db=db, models_dir=models_dir, reranker="none"))
     runtime.open_store()
     runtime.models.load_now()
     ctx = OpContext(runtime=runtime)
-    embedder = runtime.models.get("embedder", 0)
-    floor = Floor(db, embedder, runtime.config.candidate_pool)
+    floor = Floor(db, query_floor, runtime.config.candidate_pool)
 
     def memproc_search(query: str) -> None:
         search_ops.search(ctx, SearchParams(scope=SCOPE, query=query, mode="hybrid", limit=10))
@@ -198,19 +216,19 @@ def warm_until_loaded(runtime: Runtime, deadline_s: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def measure_ingest(models_dir: str, sample: list[str], runs: int) -> dict[str, float]:
-    """memproc remember_batch (chunking, embedding, pooling, SQLite writes) vs raw ORT."""
-    embedder = Embedder(
-        os.path.join(models_dir, "minilm-l6-int8"), threads=min(4, os.cpu_count() or 1)
-    )
+def measure_ingest(
+    models_dir: str, sample: list[str], runs: int, batch_floor: ortfloor.OrtEmbedder
+) -> dict[str, float]:
+    """memproc remember_batch (chunking, embedding, pooling, SQLite writes) vs the fastest
+    onnxruntime configuration embedding the same texts (nothing stored)."""
     raw, ours = [], []
     for _ in range(runs):
-        raw.append(timed(lambda: raw_onnxruntime(embedder, sample)))
+        raw.append(timed(lambda: ortfloor.embed_all(batch_floor, sample)))
         with tempfile.TemporaryDirectory() as tmp:
             ours.append(
                 timed(lambda: memproc_ingest(os.path.join(tmp, "i.db"), models_dir, sample))
             )
-    tokens = sum(embedder.token_counts(sample))
+    tokens = sum(len(e.ids) for e in batch_floor.tokenizer.encode_batch(sample))
     return {
         "raw_s": statistics.median(raw),
         "memproc_s": statistics.median(ours),
@@ -219,15 +237,67 @@ def measure_ingest(models_dir: str, sample: list[str], runs: int) -> dict[str, f
     }
 
 
-def raw_onnxruntime(embedder: Embedder, sample: list[str]) -> None:
-    """Tokenize and run the graph on the same length-sorted batches; no pooling, no storage."""
-    from memproc.models.batching import length_sorted_batches, pad_batch
+class CommitFloor:
+    """One memory the fastest way: the best onnxruntime call on its text, then its text and
+    vector written in one SQLite transaction (WAL, synchronous=FULL, as memproc's defaults)."""
 
-    encodings = embedder._tokenizer.encode_batch(sample)
-    names = {node.name for node in embedder._session.get_inputs()}
-    for batch in length_sorted_batches([len(e.ids) for e in encodings]):
-        feeds = {k: v for k, v in pad_batch([encodings[i] for i in batch]).items() if k in names}
-        embedder._session.run(None, feeds)
+    def __init__(self, db: str, embedder: ortfloor.OrtEmbedder) -> None:
+        self.embedder = embedder
+        self.conn = apsw.Connection(db)
+        self.conn.pragma("journal_mode", "wal")
+        self.conn.pragma("synchronous", "full")
+        self.conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, content TEXT, vec BLOB)")
+
+    def remember(self, text: str) -> None:
+        vector = self.embedder.embed([self.embedder.document_prefix + text])[0]
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO notes (content, vec) VALUES (?, ?)", (text, vector.tobytes())
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def measure_ingest_one(
+    models_dir: str, sample: list[str], one_floor: ortfloor.OrtEmbedder
+) -> dict[str, float]:
+    """`memory.remember` one memory per call against CommitFloor, memory by memory in turn."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = Runtime(
+            Config(db=os.path.join(tmp, "one.db"), models_dir=models_dir, reranker="none")
+        )
+        runtime.open_store()
+        runtime.models.load_now()
+        ctx = OpContext(runtime=runtime)
+        floor = CommitFloor(os.path.join(tmp, "floor.db"), one_floor)
+
+        def remember(text: str) -> None:
+            memory_ops.remember(ctx, RememberParams(scope=SCOPE, kind="note", content=text))
+
+        remember("warm-up")
+        floor.remember("warm-up")
+        ours, floors = [], []
+        for text in sample:
+            ours.append(timed(lambda t=text: remember(t)))
+            floors.append(timed(lambda t=text: floor.remember(t)))
+        floor.close()
+        join_background_threads()
+        runtime.close()
+    return {
+        "memproc_p50": percentile(ours, 50),
+        "floor_p50": percentile(floors, 50),
+        "memproc_total_s": sum(ours),
+        "floor_total_s": sum(floors),
+        "items": len(sample),
+    }
+
+
+def join_background_threads(timeout_s: float = 60.0) -> None:
+    """Runtime.close does not wait for memproc's own threads (backfill, dense copy)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("memproc-") and thread is not threading.current_thread():
+            thread.join(timeout_s)
 
 
 def memproc_ingest(db: str, models_dir: str, sample: list[str]) -> None:
@@ -243,7 +313,7 @@ def memproc_ingest(db: str, models_dir: str, sample: list[str]) -> None:
 
 def measure_spawn(db: str, models_dir: str, query: str, runs: int) -> dict[str, float]:
     """Spawn the service and send a hybrid search at once; also read its resident memory."""
-    times, rss_first, rss_warm = [], [], []
+    times, rss_first, rss_warm, peaks = [], [], [], []
     request = (
         '{"jsonrpc":"2.0","id":1,"method":"memory.search","params":'
         f'{{"scope":"{SCOPE}","query":"{query}","mode":"hybrid"}}}}\n'
@@ -265,6 +335,7 @@ def measure_spawn(db: str, models_dir: str, query: str, runs: int) -> dict[str, 
             raise SystemExit(f"first search failed: {line[:300]!r}")
         rss_first.append(resident_mb(child.pid))
         rss_warm.append(rss_after_warm(child, request))
+        peaks.append(resident_mb(child.pid, "VmHWM"))
         child.stdin.close()
         child.wait(timeout=30)
         child.stdout.close()
@@ -272,6 +343,7 @@ def measure_spawn(db: str, models_dir: str, query: str, runs: int) -> dict[str, 
         "first_search_s": statistics.median(times),
         "rss_first_mb": statistics.median(rss_first),
         "rss_warm_mb": statistics.median(rss_warm),
+        "peak_mb": statistics.median(peaks),
     }
 
 
@@ -289,12 +361,28 @@ def rss_after_warm(child: subprocess.Popen[bytes], request: bytes) -> float:
     return resident_mb(child.pid)
 
 
-def resident_mb(pid: int) -> float:
+def resident_mb(pid: int, field: str = "VmRSS") -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def choose_floors(
+    models_dir: str, offline_dir: str, queries: list[str], sample: list[str]
+) -> dict[str, ortfloor.OrtEmbedder]:
+    """The fastest onnxruntime configuration for one text and for a batch of 64, each timed
+    on this run's own texts."""
+    chosen = ortfloor.fastest(
+        os.path.join(models_dir, MODEL),
+        offline_dir,
+        {"one": queries[:1], "batch": sorted(sample, key=len)[:64]},
+        rounds=20,
+    )
+    for workload, (name, _) in chosen.items():
+        print(f"floor configuration for {workload}: {name}", file=sys.stderr)
+    return {workload: embedder for workload, (_, embedder) in chosen.items()}
 
 
 def main() -> None:
@@ -303,41 +391,69 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--models-dir", default=str(REPO / ".cache" / "models"))
     parser.add_argument("--ingest-sample", type=int, default=2_000)
+    parser.add_argument("--ingest-one", type=int, default=300, help="memories, one per call")
     parser.add_argument("--runs", type=int, default=3, help="runs of ingest and spawn")
     args = parser.parse_args()
-    pull("minilm-l6-int8", args.models_dir)
+    pull(MODEL, args.models_dir)
     rng = np.random.default_rng(7)
-    embedder = Embedder(os.path.join(args.models_dir, "minilm-l6-int8"), threads=2)
+    embedder = Embedder(os.path.join(args.models_dir, MODEL), threads=2)
     words = vocabulary(5_000, np.random.default_rng(11))
     queries = texts(args.queries, words, rng, (4, 10))
-    with tempfile.TemporaryDirectory() as tmp:
-        db = ""
-        for size in [int(s) for s in args.sizes.split(",")]:
-            db = os.path.join(tmp, f"speed-{size}.db")
-            started = time.perf_counter()
-            fill_store(db, size, embedder, np.random.default_rng(11))
-            print(
-                f"filled {size} memories in {time.perf_counter() - started:.1f} s", file=sys.stderr
-            )
-            figures = measure_search(db, args.models_dir, queries)
-            ratio = figures["memproc_p50"] / figures["floor_p50"]
-            print(
-                f"search @ {size:>7}: memproc p50 {figures['memproc_p50']:6.1f} ms "
-                f"p95 {figures['memproc_p95']:6.1f} ms | floor p50 {figures['floor_p50']:6.1f} ms "
-                f"p95 {figures['floor_p95']:6.1f} ms | p50 ratio {ratio:4.2f}x"
-            )
-        spawn = measure_spawn(db, args.models_dir, queries[0], args.runs)
-        print(
-            f"first search after spawn (largest store): median {spawn['first_search_s']:.2f} s; "
-            f"RSS {spawn['rss_first_mb']:.0f} MB then {spawn['rss_warm_mb']:.0f} MB with the "
-            "vector copy warm"
-        )
     sample = texts(args.ingest_sample, words, rng, (15, 120))
-    ingest = measure_ingest(args.models_dir, sample, args.runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        floors = choose_floors(args.models_dir, tmp, queries, sample)
+        run_search(args, tmp, embedder, queries, floors["one"])
+        run_ingest(args, sample, words, floors)
+
+
+def run_search(
+    args: argparse.Namespace,
+    tmp: str,
+    embedder: Embedder,
+    queries: list[str],
+    query_floor: ortfloor.OrtEmbedder,
+) -> None:
+    db = ""
+    for size in [int(s) for s in args.sizes.split(",")]:
+        db = os.path.join(tmp, f"speed-{size}.db")
+        started = time.perf_counter()
+        fill_store(db, size, embedder, np.random.default_rng(11))
+        print(f"filled {size} memories in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        figures = measure_search(db, args.models_dir, queries, query_floor)
+        ratio = figures["memproc_p50"] / figures["floor_p50"]
+        print(
+            f"search @ {size:>7}: memproc p50 {figures['memproc_p50']:6.1f} ms "
+            f"p95 {figures['memproc_p95']:6.1f} ms | floor p50 {figures['floor_p50']:6.1f} ms "
+            f"p95 {figures['floor_p95']:6.1f} ms | p50 ratio {ratio:4.2f}x"
+        )
+    spawn = measure_spawn(db, args.models_dir, queries[0], args.runs)
+    print(
+        f"first search after spawn (largest store): median {spawn['first_search_s']:.2f} s; "
+        f"RSS {spawn['rss_first_mb']:.0f} MB then {spawn['rss_warm_mb']:.0f} MB with the "
+        f"vector copy warm; peak (VmHWM) {spawn['peak_mb']:.0f} MB"
+    )
+
+
+def run_ingest(
+    args: argparse.Namespace,
+    sample: list[str],
+    words: list[str],
+    floors: dict[str, ortfloor.OrtEmbedder],
+) -> None:
+    one = texts(args.ingest_one, words, np.random.default_rng(13), (15, 120))
+    single = measure_ingest_one(args.models_dir, one, floors["one"])
+    speed = single["floor_total_s"] / single["memproc_total_s"]
+    print(
+        f"ingest one at a time ({single['items']} memories): memproc "
+        f"{single['items'] / single['memproc_total_s']:.1f}/s (p50 {single['memproc_p50']:.1f} "
+        f"ms) vs floor {single['items'] / single['floor_total_s']:.1f}/s (p50 "
+        f"{single['floor_p50']:.1f} ms) | memproc at {speed:4.2f}x of the floor's rate"
+    )
+    ingest = measure_ingest(args.models_dir, sample, args.runs, floors["batch"])
     ratio = ingest["memproc_s"] / ingest["raw_s"]
     print(
-        f"ingest {ingest['items']} memories ({ingest['tokens']} tokens): memproc "
-        f"{ingest['tokens'] / ingest['memproc_s']:.0f} tok/s vs raw onnxruntime "
+        f"ingest in bulk {ingest['items']} memories ({ingest['tokens']} tokens): memproc "
+        f"{ingest['tokens'] / ingest['memproc_s']:.0f} tok/s vs best onnxruntime "
         f"{ingest['tokens'] / ingest['raw_s']:.0f} tok/s | time ratio {ratio:4.2f}x"
     )
 

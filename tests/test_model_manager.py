@@ -63,6 +63,21 @@ def test_auto_picks_the_installed_embedder_and_loads_it(models_dir: Path, minilm
     assert manager.get("reranker", wait_s=0) is None
 
 
+def test_managers_loading_the_same_model_share_one_session(
+    models_dir: Path, minilm_dir: Path, tmp_path: Path
+) -> None:
+    """Two Runtimes in one process (a benchmark, the index command beside the service) hold
+    the model's weights once; a symlinked and a direct path are the same files."""
+    link_minilm(models_dir, minilm_dir)
+    first = ModelManager(str(models_dir), "auto", "none", threads=1)
+    second = ModelManager(str(minilm_dir.parent), "minilm-l6-int8", "none", threads=1)
+    first.load_now()
+    second.load_now()
+    one, two = first.get("embedder", wait_s=0), second.get("embedder", wait_s=0)
+    assert one is not two
+    assert one._session is two._session
+
+
 def test_auto_picks_a_reranker_too_and_prefers_the_better_embedder(
     models_dir: Path, minilm_dir: Path, tmp_path: Path
 ) -> None:

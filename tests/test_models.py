@@ -186,6 +186,36 @@ def embedder(minilm_dir: Path) -> Embedder:
     return Embedder(str(minilm_dir), threads=2)
 
 
+def test_sessions_run_every_graph_optimization_on_the_optimized_copy(
+    embedder: Embedder, minilm_dir: Path
+) -> None:
+    """Constant folding off made one short MiniLM call ~10x slower (issue 12)."""
+    import onnxruntime as ort
+
+    options = embedder._session.get_session_options()
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert options.intra_op_num_threads == 2
+    assert embedder.graph_path == str(minilm_dir / "model.optimized.onnx")
+
+
+def test_one_session_serves_every_model_loaded_from_the_same_files(
+    embedder: Embedder, minilm_dir: Path
+) -> None:
+    again = Embedder(str(minilm_dir), threads=2)
+    assert again._session is embedder._session
+    assert Embedder(str(minilm_dir), threads=1)._session is not embedder._session
+    np.testing.assert_array_equal(again.embed(["shared"]), embedder.embed(["shared"]))
+
+
+def test_a_session_is_freed_with_the_last_model_using_it(minilm_dir: Path) -> None:
+    import gc
+    import weakref
+
+    session = weakref.ref(Embedder(str(minilm_dir), threads=3)._session)
+    gc.collect()
+    assert session() is None
+
+
 def test_minilm_rows_are_unit_float32_vectors(embedder: Embedder) -> None:
     texts = ["one", "a somewhat longer sentence about memory services", "ünïcödé ✓ 日本語"]
     rows = embedder.embed(texts)

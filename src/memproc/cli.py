@@ -244,7 +244,7 @@ def _models_pull(args: argparse.Namespace, models_dir: str) -> int:
 def _models_install(args: argparse.Namespace, models_dir: str) -> int:
     from memproc.models.pull import install
 
-    target = install(args.directory, models_dir)
+    target = install(args.directory, models_dir, progress=_progress)
     _progress(f"installed {os.path.basename(target)} in {models_dir}")
     print(target)
     return 0

@@ -1,4 +1,12 @@
-"""The model manifest, `memproc-model.json`, and verification of the files it pins."""
+"""The model manifest, `memproc-model.json`, and verification of the files it pins.
+
+Beside it, `memproc-optimized.json` pins the optimized copy of the graph that `models pull` and
+`models install` make on this machine (see `optimize.py`). It is a manifest of its own, not
+more entries in the first: the first names the model and its fingerprint keys every stored
+vector, while the optimized copy is a local, rebuildable form of the same graph. Keeping them
+apart leaves the fingerprint, and every store's vectors, as they were, and older versions of
+memproc, which refuse unknown manifest fields, can still read a directory this one built.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,11 @@ from typing import Annotated, Literal
 import msgspec
 
 MANIFEST_NAME = "memproc-model.json"
-REQUIRED_FILES = ("model.onnx", "tokenizer.json")
+OPTIMIZED_MANIFEST_NAME = "memproc-optimized.json"
+SOURCE_GRAPH = "model.onnx"
+OPTIMIZED_GRAPH = "model.optimized.onnx"
+OPTIMIZED_DATA = "model.optimized.data"  # the optimized graph's weights, mapped from disk
+REQUIRED_FILES = (SOURCE_GRAPH, "tokenizer.json")
 Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
 
 
@@ -35,8 +47,17 @@ class ModelManifest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fr
     source: str
 
 
-def manifest_path(directory: str) -> str:
-    return os.path.join(directory, MANIFEST_NAME)
+class OptimizedManifest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """The optimized copy of a model's graph: what it was made from and the files it is."""
+
+    source: Sha256  # sha256 of the model.onnx it was made from; another one makes it stale
+    onnxruntime: str  # the version that made it
+    level: Literal["extended"]  # the onnxruntime optimization level baked into it
+    files: dict[str, Sha256]
+
+
+def manifest_path(directory: str, name: str = MANIFEST_NAME) -> str:
+    return os.path.join(directory, name)
 
 
 def read_manifest(directory: str) -> ModelManifest:
@@ -57,17 +78,43 @@ def _check_shape(manifest: ModelManifest) -> None:
         raise ModelError("bad_manifest", f"manifest does not pin {', '.join(missing)}")
     if manifest.kind == "embedder" and manifest.dims is None:
         raise ModelError("bad_manifest", "an embedder manifest must give dims")
-    for name in manifest.files:
+    _check_file_names(manifest.files)
+
+
+def _check_file_names(files: dict[str, str]) -> None:
+    for name in files:
         if os.path.basename(name) != name or name.startswith("."):
             raise ModelError("bad_manifest", f"file name {name!r} must be a plain file name")
 
 
-def write_manifest(directory: str, manifest: ModelManifest) -> None:
+def write_manifest(
+    directory: str, manifest: ModelManifest | OptimizedManifest, name: str = MANIFEST_NAME
+) -> None:
     data = msgspec.json.format(msgspec.json.encode(manifest), indent=2) + b"\n"
-    temporary = manifest_path(directory) + ".tmp"
+    temporary = manifest_path(directory, name) + ".tmp"
     with open(temporary, "wb") as handle:
         handle.write(data)
-    os.replace(temporary, manifest_path(directory))
+    os.replace(temporary, manifest_path(directory, name))
+
+
+def read_optimized(directory: str) -> OptimizedManifest | None:
+    """The optimized copy's manifest with its files verified, or None when there is none.
+    A copy that is present but damaged is an error, never silently skipped: something has
+    changed files in the model directory."""
+    try:
+        with open(manifest_path(directory, OPTIMIZED_MANIFEST_NAME), "rb") as handle:
+            optimized = msgspec.json.decode(handle.read(), type=OptimizedManifest)
+    except FileNotFoundError:
+        return None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ModelError("bad_manifest", f"{OPTIMIZED_MANIFEST_NAME} is invalid: {exc}") from None
+    _check_file_names(optimized.files)
+    if OPTIMIZED_GRAPH not in optimized.files:
+        raise ModelError(
+            "bad_manifest", f"{OPTIMIZED_MANIFEST_NAME} does not pin {OPTIMIZED_GRAPH}"
+        )
+    _verify_hashes(directory, optimized.files)
+    return optimized
 
 
 def sha256_file(path: str) -> str:
@@ -80,7 +127,11 @@ def sha256_file(path: str) -> str:
 
 def verify_files(directory: str, manifest: ModelManifest) -> None:
     """Every pinned file exists and has its pinned hash; raises ModelError otherwise."""
-    for name, expected in manifest.files.items():
+    _verify_hashes(directory, manifest.files)
+
+
+def _verify_hashes(directory: str, files: dict[str, str]) -> None:
+    for name, expected in files.items():
         path = os.path.join(directory, name)
         try:
             actual = sha256_file(path)

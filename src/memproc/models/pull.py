@@ -1,8 +1,9 @@
 """Building model directories: `pull` from the catalog, `install` from a local directory.
 
 A model directory is built in a temporary sibling and renamed into place only once every file
-has been fetched and has its pinned hash, so a failed or interrupted pull never leaves a
-half-built model where the service would find it.
+has been fetched and has its pinned hash, and its optimized copy is made (`optimize.py`), so a
+failed or interrupted pull never leaves a half-built model where the service would find it.
+The same holds when a pull only adds the optimized copy to a model an older memproc built.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from memproc.models.manifest import (
     ModelManifest,
     load_verified,
     read_manifest,
+    read_optimized,
     sha256_file,
     write_manifest,
 )
+from memproc.models.optimize import is_current, optimize
 
 Progress = Callable[[str], None]
 
@@ -50,7 +53,10 @@ def pull(
         raise ModelError("unknown_model", f"no model named {name!r} (known: {known})")
     target = os.path.join(models_dir, name)
     if _verifies(target):
-        progress(f"{name}: already installed and verified")
+        if is_current(target):
+            progress(f"{name}: already installed and verified")
+        else:  # built by an older memproc or onnxruntime, or its copy is damaged
+            _rebuild(target, target, models_dir, progress, os.link)
         return target
     os.makedirs(models_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir)
@@ -61,6 +67,7 @@ def pull(
         }
         write_manifest(staging, _manifest(entry, hashes))
         load_verified(staging)
+        optimize(staging, progress)
         _replace_dir(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -68,20 +75,43 @@ def pull(
     return target
 
 
-def install(source_dir: str, models_dir: str) -> str:
-    """Copy a model directory that already has a manifest into the cache, verifying it."""
+def install(source_dir: str, models_dir: str, progress: Progress = _quiet) -> str:
+    """Copy a model directory that already has a manifest into the cache, verifying it, and
+    make its optimized copy here (one in the source, made elsewhere, is not copied)."""
     manifest = load_verified(source_dir)
     target = os.path.join(models_dir, manifest.name)
     os.makedirs(models_dir, exist_ok=True)
+    _rebuild(source_dir, target, models_dir, progress, shutil.copyfile)
+    return target
+
+
+def _rebuild(
+    source_dir: str,
+    target: str,
+    models_dir: str,
+    progress: Progress,
+    place: Callable[[str, str], object],
+) -> None:
+    """The model in `source_dir` (its pinned files and manifest, put in place by `place`),
+    with a fresh optimized copy, built beside `target` and renamed over it. Hard links
+    (`os.link`) serve when the source is the target itself: its files do not change."""
+    manifest = read_manifest(source_dir)
     staging = tempfile.mkdtemp(prefix=f".{manifest.name}.", dir=models_dir)
     try:
         for file_name in [*manifest.files, MANIFEST_NAME]:
-            shutil.copyfile(os.path.join(source_dir, file_name), os.path.join(staging, file_name))
+            _place(place, os.path.join(source_dir, file_name), os.path.join(staging, file_name))
         load_verified(staging)
+        optimize(staging, progress)
         _replace_dir(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+
+def _place(place: Callable[[str, str], object], source: str, dest: str) -> None:
+    try:
+        place(source, dest)
+    except OSError:  # no hard links on this file system: copy
+        shutil.copyfile(source, dest)
 
 
 def installed(models_dir: str) -> list[str]:
@@ -179,11 +209,12 @@ def _fetch_from_repo(source: RepoFile, dest: str, endpoint: str, progress: Progr
 
 
 def verify_all(models_dir: str) -> dict[str, str | None]:
-    """Model name -> None if it verifies, else the reason it does not."""
+    """Model name -> None if it and its optimized copy (if any) verify, else the reason."""
     results: dict[str, str | None] = {}
     for name in installed(models_dir):
         try:
             load_verified(os.path.join(models_dir, name))
+            read_optimized(os.path.join(models_dir, name))
             results[name] = None
         except ModelError as exc:
             results[name] = f"{exc.reason}: {exc}"

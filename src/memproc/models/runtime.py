@@ -6,27 +6,42 @@ service does not pay for them: models load on a background thread after start-up
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from memproc.models.batching import length_sorted_batches, pad_batch
-from memproc.models.manifest import ModelError, ModelManifest, load_verified
+from memproc.models.manifest import (
+    OPTIMIZED_GRAPH,
+    SOURCE_GRAPH,
+    ModelError,
+    ModelManifest,
+    OptimizedManifest,
+    load_verified,
+    read_optimized,
+)
+
+log = logging.getLogger("memproc.models")
 
 # The inputs pad_batch can feed; a graph that needs anything else cannot be run.
 FEEDABLE_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 
 
-def make_session(directory: str, threads: int) -> Any:
-    """A CPU session tuned for a long-lived service that shares its machine.
+def session_options(threads: int, level: str = "all") -> Any:
+    """Options for a CPU session in a long-lived service that shares its machine.
 
+    - Every graph optimization (`all`), constant folding included. Folding turns an int8
+      model's dequantization (a cast and a multiply per weight matrix) into float32 weights once,
+      instead of on every call: without it one 18-token MiniLM call took 120 ms, with it under
+      10 ms. The memory that folding at load time costs is avoided by loading the optimized
+      copy that `models pull` saved (see `optimize.py`), whose weights are mapped from disk.
     - A fixed thread count, spinning off: spinning threads burn cores that the service's other
-      work and other processes need.
-    - Basic graph optimizations without constant folding: folding dequantizes an int8 model's
-      weights into float32 at load time, which for MiniLM costs about 125 MB of resident
-      memory and 0.15 s of start-up for a 10-20% faster forward pass (measured here).
+      work and other processes need, and measured no faster here (benchmarks/embed_speed.py).
     - No CPU memory arena: the arena keeps the peak of the largest batch ever run (hundreds of
       MB after one long batch); without it memory is returned after each batch.
     - No telemetry: since 1.29, onnxruntime on Linux and macOS queues events (process, session
@@ -41,20 +56,93 @@ def make_session(directory: str, threads: int) -> Any:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.graph_optimization_level = OPTIMIZATION_LEVELS[level](ort)
     options.enable_cpu_mem_arena = False
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3
+    return options
+
+
+OPTIMIZATION_LEVELS: dict[str, Callable[[Any], Any]] = {
+    "disabled": lambda ort: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "extended": lambda ort: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": lambda ort: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def open_session(path: str, options: Any) -> Any:
+    """An onnxruntime session on the CPU, its failures mapped to ModelError."""
+    import onnxruntime as ort
+
     try:
-        return ort.InferenceSession(
-            os.path.join(directory, "model.onnx"),
-            options,
-            providers=["CPUExecutionProvider"],
-            disabled_optimizers=["ConstantFolding"],
-        )
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own pybind exception types
-        raise ModelError("invalid_model", f"onnxruntime cannot load model.onnx: {exc}") from None
+        name = os.path.basename(path)
+        raise ModelError("invalid_model", f"onnxruntime cannot load {name}: {exc}") from None
+
+
+# Sessions by (graph file, its hashes, threads). Values are weak: a session lives as long as a
+# model uses it, and is freed with the last one.
+_SESSIONS: weakref.WeakValueDictionary[tuple[str, str, int], Any] = weakref.WeakValueDictionary()
+_SESSIONS_LOCK = threading.Lock()
+
+
+def shared_session(path: str, digest: str, threads: int) -> Any:
+    """One session per graph file and thread count in the process, however many models (one
+    per Runtime, benchmark or index command) load it: the session holds the weights, and
+    onnxruntime's Run is safe to call from several threads at once. `digest` names the files'
+    contents, so a model rebuilt in place is never served from its old session."""
+    key = (os.path.realpath(path), digest, threads)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = open_session(path, session_options(threads))
+            _SESSIONS[key] = session
+    return session
+
+
+def make_session(directory: str, manifest: ModelManifest, threads: int) -> tuple[Any, str]:
+    """The session for a verified model directory and the graph file it runs: the optimized
+    copy when the directory has a current one, else model.onnx, optimized as it loads (as
+    fast, but its float32 weights are built on the heap at each start: ~160 MB more peak
+    memory for MiniLM). Either way the log says which, and why."""
+    optimized = current_optimized(directory, manifest)
+    if optimized is not None:
+        path = os.path.join(directory, OPTIMIZED_GRAPH)
+        try:
+            return shared_session(path, _digest(optimized.files), threads), path
+        except ModelError as exc:
+            log.warning(
+                "optimized copy does not load; optimizing model.onnx at load time instead",
+                extra={"model": manifest.name, "reason": str(exc)},
+            )
+    path = os.path.join(directory, SOURCE_GRAPH)
+    return shared_session(path, manifest.files[SOURCE_GRAPH], threads), path
+
+
+def current_optimized(directory: str, manifest: ModelManifest) -> OptimizedManifest | None:
+    """The directory's optimized copy if it was made from this model.onnx. A missing or stale
+    copy is logged (the model still loads); a damaged one raises, like any pinned file."""
+    optimized = read_optimized(directory)
+    if optimized is None:
+        log.warning(
+            "model has no optimized copy (built by an older memproc?); optimizing model.onnx "
+            "at load time, which costs memory at start-up: `memproc models pull` (or "
+            "`models install`) adds the copy",
+            extra={"model": manifest.name},
+        )
+    elif optimized.source != manifest.files[SOURCE_GRAPH]:
+        log.warning(
+            "optimized copy was made from another model.onnx; ignoring it",
+            extra={"model": manifest.name},
+        )
+        optimized = None
+    return optimized
+
+
+def _digest(files: dict[str, str]) -> str:
+    return ",".join(f"{name}={sha}" for name, sha in sorted(files.items()))
 
 
 def load_tokenizer(directory: str, manifest: ModelManifest, *, pairs: bool = False) -> Any:
@@ -106,7 +194,7 @@ class OnnxModel:
                 "wrong_kind", f"{manifest.name} is a {manifest.kind}, not a {self.kind}"
             )
         self.manifest: ModelManifest = manifest
-        self._session = make_session(directory, threads)
+        self._session, self.graph_path = make_session(directory, manifest, threads)
         self._input_names = graph_inputs(self._session)
         self._tokenizer = load_tokenizer(directory, manifest, pairs=self.pairs)
 
