@@ -101,11 +101,24 @@ def minilm_dir() -> Path:
     return Path(pull("minilm-l6-int8", str(MODELS_CACHE)))
 
 
+@pytest.fixture(scope="session")
+def kept_minilm(minilm_dir: Path) -> object:
+    """MiniLM loaded once per test process and kept: onnxruntime sessions are shared by graph
+    file and thread count while a model holds one (memproc.models.runtime), so every Runtime a
+    test opens over `minilm_dir` reuses this session instead of building its own."""
+    from memproc.models.embedder import Embedder
+    from memproc.models.manager import default_threads
+
+    return Embedder(str(minilm_dir), threads=default_threads())
+
+
 # -- a Runtime with the real MiniLM embedder, for the search tests -------------------------------
 
 
 @pytest.fixture
-def open_runtime(make_runtime: Callable[..., Runtime], minilm_dir: Path) -> Iterator[OpenRuntime]:
+def open_runtime(
+    make_runtime: Callable[..., Runtime], minilm_dir: Path, kept_minilm: object
+) -> Iterator[OpenRuntime]:
     """Open Runtimes with MiniLM loaded: `open_runtime(db=None, load=True, **settings)`."""
     yield opener(make_runtime, minilm_dir.parent)
     settle()

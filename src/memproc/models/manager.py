@@ -48,10 +48,16 @@ class ModelSlot:
         return {"state": self.state, "reason": self.reason, "detail": detail}
 
 
+def default_threads() -> int:
+    """Inference threads when `model_threads` is 0: the cores, up to four (more rarely pays
+    for one sentence at a time)."""
+    return min(4, os.cpu_count() or 1)
+
+
 class ModelManager:
     def __init__(self, models_dir: str, embedder: str, reranker: str, threads: int = 0) -> None:
         self.models_dir = models_dir
-        self.threads = threads or min(4, os.cpu_count() or 1)
+        self.threads = threads or default_threads()
         self.slots: dict[str, ModelSlot] = {
             "embedder": self._slot("embedder", embedder),
             "reranker": self._slot("reranker", reranker),
