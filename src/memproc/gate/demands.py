@@ -1,63 +1,137 @@
 """New demands a revision makes of whatever shares its surface: preconditions and prohibitions.
 
-A demand is new when neither the old preconditions nor the old steps already met it. It is
-the dependent's problem only when the dependent shares the surface, the demand is not private
-to the revision (about resources only the revision touches), it is not a notification, and
-the dependent does not already meet it in other words. A negated mention ("does not run
-migrations") never meets a demand.
+A precondition is read clause by clause: a clause that forbids is a prohibition (judged as
+one, see `prohibitions`), a clause that only gives a reason ("so retries are safe", "delivery
+is at-least-once") is dropped, the rest is the demand. A demand is new when neither the old
+preconditions nor the old steps already met it.
+
+It is the dependent's problem only when it reaches the dependent (see `reach`): a declared
+`binds`, or a subject that speaks for others ("every workflow must..."), reaches; otherwise
+the demand binds the procedures sharing the surface, except when it is local to the
+revision: about resources only the revision touches, located on a host or machine the
+dependent never names ("on the build agents"), or a setting of a command the dependent never
+runs (`--executor-memory 8g` of the revision's own `spark-submit`). A notification demands
+nothing. The dependent meets a demand when one of its steps (action and detail, read as one)
+does it, in other words or with the same identifiers; a negated mention never meets one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memproc.gate import identifiers, reach, values
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
-from memproc.gate.model import Finding, Similarity
+from memproc.gate.identifiers import Identifier
+from memproc.gate.model import Binds, Finding, Procedure, Similarity
 from memproc.gate.surface import Surface, entities, names_entity, norm_entity
 from memproc.gate.text import Clause, Token, artifacts, equivalent, split_clauses, stem
 
-# Share of a demand's terms one step of a dependent must hold to meet it.
+# Weighted share of a demand's content one step of a dependent must hold to meet it.
 MEET_SHARE = 0.6
-# Share of a prohibition's terms one clause must hold to violate it.
-VIOLATE_SHARE = 0.75
 # Cosine similarity at which the caller's semantic signal alone says a step meets a demand.
 SEMANTIC_MEETS = 0.8
+# An identifier in a demand weighs as much as this many words: it names exactly one thing.
+IDENTIFIER_WEIGHT = 2
 _GENERIC_STEMS = frozenset(stem(w) for w in lx.GENERIC_VERBS)
+_POPULATION = lx.words("everyone everybody anyone anybody nobody") | reach.CONSUMER_NOUNS
+_QUANTIFIERS = reach.SCOPE_QUANTIFIERS
+_DETERMINERS = lx.words("this the our every each all any")
+# Words that open a clause giving a reason or a consequence, not a demand (English
+# subordinators and connectives).
+_REASON_OPENERS = lx.words("so because since as otherwise else for which that to avoid")
+_MODALS = lx.words("must should shall need needs needed required requires only have has")
+_COPULAS = lx.words("is are was were be been being get gets got")
+# Nouns for where a procedure runs (general operations vocabulary).
+ENVIRONMENT_NOUNS = lx.words(
+    """host hosts machine machines runner runners agent agents node nodes server servers box
+    boxes workstation workstations laptop laptops vm vms instance instances cluster clusters
+    executor executors worker workers fleet image"""
+)
 
 
 @dataclass
 class Demand:
     text: str
     source: str
-    terms: list[str]  # the content the demand asks for (anchor clause and generic verbs cut)
+    terms: list[str]  # the content the demand asks for (anchor and reason clauses cut)
     verb: str | None  # a specific leading verb the dependent must also do, if any
     artifacts: set[str]
+    idents: list[Identifier] = field(default_factory=list)
+    whole: str = ""  # the precondition it was read from
+    binds: Binds | None = None  # declared, or inferred from a subject that speaks for others
+
+    @property
+    def reaches(self) -> bool:
+        return self.binds in ("scope", "consumers")
 
 
-def demand(text: str, source: str) -> Demand | None:
-    """Read a demand; None when it asks for nothing specific."""
-    clauses = split_clauses(text, source, 0)
+def demand(text: str, source: str, whole: str = "") -> Demand | None:
+    """Read the demand clauses of a text; None when they ask for nothing specific."""
+    clauses = demand_clauses(split_clauses(text, source, 0))
     terms: list[str] = []
     verb = None
     found: set[str] = set()
     for clause in clauses:
-        head = _before_anchor(clause)
+        head = _without_subject(_before_anchor(clause))
         for token in head:
             if token.negated or token.kind not in ("word", "number", "version", "path", "env"):
                 continue
-            for part in token.lower.split("-"):
-                stemmed = stem(part)
-                if part in lx.STOPWORDS or stemmed in _GENERIC_STEMS or not part:
-                    continue
-                if verb is None and not terms and token is head[0]:
-                    verb = stemmed
-                terms.append(stemmed)
+            stemmed = _term(token)
+            if not stemmed:
+                continue
+            if verb is None and not terms and token is head[0]:
+                verb = stemmed
+            terms.append(stemmed)
         found |= artifacts(Clause(source, 0, clause.text, head))
     terms = list(dict.fromkeys(terms))
-    return Demand(text, source, terms, verb, found) if terms else None
+    idents = [
+        i
+        for c in clauses
+        for i in identifiers.find(c.text)
+        if i.kind in identifiers.CODE_KINDS and i.kind not in ("key",)
+    ]
+    if not terms and not idents:
+        return None
+    binds = reach.infer(", ".join(c.text for c in clauses))
+    return Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
+
+
+def _reaching(binds: Binds) -> Binds | None:
+    return binds if binds != "self" else None
+
+
+def _term(token: Token) -> str:
+    """A demand's term for a token: a hyphenated word is one term ("sign-off")."""
+    word = token.lower
+    if word in lx.STOPWORDS or word in _QUANTIFIERS or word in _POPULATION:
+        return ""
+    stemmed = stem(word.replace("-", "")) if "-" in word else stem(word)
+    return "" if stemmed in _GENERIC_STEMS else stemmed
+
+
+def demand_clauses(clauses: list[Clause]) -> list[Clause]:
+    """The clauses that ask for something: not prohibitions, not reasons given after it."""
+    found: list[Clause] = []
+    for clause in clauses:
+        if prohibited_terms(clause):
+            continue
+        if found and _gives_reason(clause):
+            continue
+        found.append(clause)
+    return found
+
+
+def _gives_reason(clause: Clause) -> bool:
+    words = [t.lower for t in clause.words]
+    if not words:
+        return True
+    if words[0] in _REASON_OPENERS:
+        return True
+    return bool(set(words) & _COPULAS) and not set(words) & _MODALS
 
 
 def _before_anchor(clause: Clause) -> list[Token]:
@@ -70,17 +144,53 @@ def _before_anchor(clause: Clause) -> list[Token]:
     return head
 
 
+def _without_subject(tokens: list[Token]) -> list[Token]:
+    """A subject that only says who must comply ("every workflow must", "consumers") is no
+    part of what is demanded."""
+    words = [t.lower for t in tokens]
+    for i, word in enumerate(words[:5]):
+        if word in ("must", "should", "shall", "need", "needs"):
+            subject = set(words[:i])
+            if subject & (_QUANTIFIERS | _POPULATION):
+                return tokens[i + 1 :]
+            return tokens
+    if words and words[0] in _POPULATION:
+        # "everyone in this project pulls...": the population and where it lives
+        rest = 1
+        if len(words) > 3 and words[1] in ("in", "of", "on") and words[2] in _DETERMINERS:
+            rest = 4
+        return tokens[rest:]
+    return tokens
+
+
+# -- meeting a demand ------------------------------------------------------------------------
+
+
 def unit_stems(clauses: list[Clause], names: set[str]) -> list[str]:
     stems = [s for clause in clauses for s in clause.stems()]
+    stems += [s for clause in clauses for s in _joined(clause)]
     return stems + [stem(w) for name in names for w in name.split()]
 
 
-def meets(d: Demand, stems: list[str]) -> bool:
+def _joined(clause: Clause) -> list[str]:
+    return [
+        stem(t.lower.replace("-", ""))
+        for t in clause.tokens
+        if "-" in t.lower and not t.negated and t.kind == "word"
+    ]
+
+
+def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -> bool:
     """Whether one unit of text (a step, a precondition) does what the demand asks."""
     have = [t for t in d.terms if any(equivalent(t, s) for s in stems)]
-    if d.verb is not None and d.verb not in have:
-        return False
-    return len(have) >= math.ceil(MEET_SHARE * len(d.terms))
+    matched = [i for i in d.idents if any(identifiers.same(i, o) for o in idents or [])]
+    if d.verb is not None and d.verb not in have and d.verb in d.terms:
+        return False  # "lock gs://logs" is not met by reading gs://logs
+    if d.idents and len(matched) == len(d.idents):
+        return True  # the same identifiers: exactly what was asked for
+    weight = len(d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
+    score = len(have) + IDENTIFIER_WEIGHT * len(matched)
+    return weight > 0 and score >= math.ceil(MEET_SHARE * weight)
 
 
 def units(facts: Facts) -> Iterator[tuple[str, list[Clause]]]:
@@ -91,17 +201,32 @@ def units(facts: Facts) -> Iterator[tuple[str, list[Clause]]]:
     yield from grouped.items()
 
 
+def _unit_identifiers(facts: Facts, source: str) -> list[Identifier]:
+    text = " ".join(c.text for c in facts.units.get(source, []) if not c.negated)
+    return identifiers.find(text)
+
+
+def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
+    return any(
+        meets(d, unit_stems(clauses, names or set()), _unit_identifiers(facts, source))
+        for source, clauses in units(facts)
+    )
+
+
 # -- which demands are new -----------------------------------------------------------------------
 
 
 def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     """Preconditions of the revision that the old version neither stated nor did, plus added
     steps that declare a requirement ("the bucket now enforces encryption")."""
-    explicit = [
-        d
-        for i, text in enumerate(demand_texts(revision.procedure), start=1)
-        if not _forbids(text) and (d := demand(text, f"precondition {i}")) is not None
-    ]
+    explicit = []
+    for i, text in enumerate(demand_texts(revision.procedure), start=1):
+        d = demand(text, f"precondition {i}")
+        if d is None:
+            continue
+        declared = revision.procedure.declared_binds(text)
+        d.binds = declared or d.binds
+        explicit.append(d)
     found = [d for d in explicit if not _already(d, old)]
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
@@ -114,14 +239,8 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     return found
 
 
-def _forbids(text: str) -> bool:
-    """A precondition that forbids ("never force-push to main; protection rejects it") is a
-    prohibition, judged as one; the rest of its text is its reason, not a demand."""
-    return any(prohibited_terms(c) for c in split_clauses(text, "precondition", 0))
-
-
 def _already(d: Demand, old: Facts) -> bool:
-    return any(meets(d, unit_stems(clauses, set())) for _, clauses in units(old))
+    return met_by(d, old)
 
 
 def _declares_requirement(clauses: list[Clause]) -> bool:
@@ -132,6 +251,20 @@ def _notification(d: Demand) -> bool:
     return d.verb is not None and any(stem(v) == d.verb for v in lx.NOTIFY_VERBS)
 
 
+# -- reach ---------------------------------------------------------------------------------------
+
+
+def local_to_revision(d: Demand, revision: Facts, dependent: Facts, surface: Surface) -> bool:
+    """The demand concerns only the revision's own resources, host or command."""
+    if d.reaches:
+        return False
+    return (
+        _private(d, dependent, surface)
+        or _elsewhere(d, dependent, surface)
+        or _own_setting(d, revision, dependent)
+    )
+
+
 def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     """About resources only the revision touches, and naming none of the shared entities:
     "clean ./build before compiling" asks nothing of a procedure that never uses ./build."""
@@ -140,37 +273,118 @@ def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     return not names_entity(d.text, surface.entities)
 
 
+_ON_PLACE = re.compile(
+    r"\bon\s+(?:the|every|each|all|a|an|our|its|any)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)", re.I
+)
+
+
+def _elsewhere(d: Demand, dependent: Facts, surface: Surface) -> bool:
+    """Located on a host or machine ("on the Mac mini", "the build host must") that the
+    dependent never names: a demand on that environment, not on the dependent."""
+    places = _places(d.text)
+    if not places:
+        return False
+    text = f" {' '.join(norm_entity(t) for _, t in dependent.texts)} "
+    for place in places:
+        if names_entity(place, surface.entities):
+            return False
+        words = [w for w in norm_entity(place).split() if w not in lx.STOPWORDS]
+        if words and all(f" {w}" in text for w in words):
+            return False
+    return True
+
+
+_SUBJECT_PLACE = re.compile(
+    r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+must\b", re.I
+)
+
+
+def _places(text: str) -> list[str]:
+    found = []
+    for match in _ON_PLACE.finditer(text):
+        words = []
+        for word in match.group(1).split():
+            if word.lower() in lx.STOPWORDS or word.lower() in lx.ANCHORS or word.isdigit():
+                break
+            words.append(word)
+        if words:
+            found.append(" ".join(words))
+    subject = re.match(
+        r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+must\b", text, re.I
+    )
+    if subject and subject.group(1).split()[-1].lower() in ENVIRONMENT_NOUNS:
+        found.append(subject.group(1))
+    return found
+
+
+def _own_setting(d: Demand, revision: Facts, dependent: Facts) -> bool:
+    """The demand is a setting of one of the revision's own commands (`--executor-memory 8g`
+    of its `spark-submit`), and the dependent never runs that command."""
+    for number, step in enumerate(revision.procedure.steps, start=1):
+        command = _command_of(step.action)
+        if command is None:
+            continue
+        found = values.settings_of_text(f"{step.action} {step.detail}", f"step {number}")
+        for setting in found:
+            words = [stem(w) for w in setting.words if len(w) > 2]
+            if len(words) >= 2 and all(any(equivalent(w, t) for t in d.terms) for w in words):
+                return not _runs(dependent.procedure, command)
+    return False
+
+
+def _command_of(action: str) -> str | None:
+    words = action.split()
+    if len(words) < 2 or not re.fullmatch(r"[a-z][\w.-]*", words[0]):
+        return None
+    return words[0]
+
+
+def _runs(procedure: Procedure, command: str) -> bool:
+    return any(step.action.split()[:1] == [command] for step in procedure.steps)
+
+
 # -- detectors ---------------------------------------------------------------------------------
 
 
 def unmet_preconditions(
     demands: list[Demand],
+    revision: Facts,
     dependent: Facts,
     surface: Surface,
     similarity: Similarity,
 ) -> list[Finding]:
     findings = []
-    names = entities(dependent.procedure)
+    names = context_names(dependent.procedure)
     for d in demands:
-        if _notification(d) or _private(d, dependent, surface):
+        if d.binds == "self" or _notification(d):
             continue
-        if any(
-            meets(d, unit_stems(clauses, names)) or _semantically_met(d, clauses, similarity)
-            for _, clauses in units(dependent)
+        if local_to_revision(d, revision, dependent, surface):
+            continue
+        if met_by(d, dependent, names) or any(
+            _semantically_met(d, clauses, similarity) for _, clauses in units(dependent)
         ):
             continue
-        findings.append(
-            Finding(
-                dependent_id=dependent.procedure.id,
-                pattern="unmet_precondition",
-                detail=(
-                    f"the revision newly requires '{d.text}' ({d.source}); the dependent shares "
-                    f"{surface.describe()} and none of its steps does this"
-                ),
-                evidence={"revision": d.text, "wanted": " ".join(d.terms)},
-            )
-        )
+        findings.append(_unmet(d, dependent, surface))
     return findings
+
+
+def context_names(procedure: Procedure) -> set[str]:
+    """Names every step of a procedure works under: its entities and its own name ("bundle
+    translations into the web app": each step is about translations)."""
+    return entities(procedure) | {norm_entity(procedure.name)}
+
+
+def _unmet(d: Demand, dependent: Facts, surface: Surface) -> Finding:
+    reach_note = f"; it binds {d.binds}" if d.binds else ""
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="unmet_precondition",
+        detail=(
+            f"the revision newly requires '{d.text}' ({d.source}){reach_note}; the dependent "
+            f"shares {surface.describe() or 'the scope'} and none of its steps does this"
+        ),
+        evidence={"revision": d.text, "wanted": " ".join(d.terms)},
+    )
 
 
 def semantic_pairs(d: Demand, dependent: Facts) -> list[tuple[str, str]]:
@@ -187,45 +401,3 @@ def _plain(clauses: list[Clause]) -> str | None:
 def _semantically_met(d: Demand, clauses: list[Clause], similarity: Similarity) -> bool:
     text = _plain(clauses)
     return text is not None and similarity.get((d.text, text), 0.0) >= SEMANTIC_MEETS
-
-
-def new_prohibitions(old: Facts, revision: Facts) -> list[tuple[Clause, list[str]]]:
-    before = [terms for _, terms in old.prohibitions]
-    return [
-        (clause, terms)
-        for clause, terms in revision.prohibitions
-        if not any(_covered(terms, prior) for prior in before)
-    ]
-
-
-def _covered(terms: list[str], stems: list[str]) -> bool:
-    have = [t for t in terms if any(equivalent(t, s) for s in stems)]
-    return len(have) >= max(1, math.ceil(VIOLATE_SHARE * len(terms)))
-
-
-def artifact_stems(found: set[str]) -> list[str]:
-    """The words of artifact names as stems: "flag:--prune" -> ["prun"]."""
-    return [stem(w) for a in found for w in norm_entity(a.split(":", 1)[1]).split()]
-
-
-def violated_prohibitions(
-    prohibitions: list[tuple[Clause, list[str]]], dependent: Facts, surface: Surface
-) -> list[Finding]:
-    findings = []
-    for rule, terms in prohibitions:
-        for clause in dependent.clauses:
-            stems = clause.stems() + artifact_stems(artifacts(clause))
-            if _covered(terms, stems):
-                findings.append(
-                    Finding(
-                        dependent_id=dependent.procedure.id,
-                        pattern="new_prohibition",
-                        detail=(
-                            f"the revision now forbids '{rule.text}' ({rule.source}); the "
-                            f"dependent does it in {clause.source}"
-                        ),
-                        evidence={"revision": rule.text, "dependent": clause.text},
-                    )
-                )
-                break
-    return findings

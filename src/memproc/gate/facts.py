@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from memproc.gate import lexicon as lx
+from memproc.gate.identifiers import Identifier
+from memproc.gate.identifiers import find as find_identifiers
 from memproc.gate.model import Procedure
 from memproc.gate.text import (
     Clause,
@@ -58,6 +60,33 @@ class Facts:
         if procedure.trigger:
             facts.clauses += split_clauses(procedure.trigger, "trigger", 0)
         return facts
+
+    @cached_property
+    def texts(self) -> list[tuple[str, str]]:
+        """(source, raw text) of each unit: steps (action and detail), outputs, trigger."""
+        found = []
+        for number, step in enumerate(self.procedure.steps, start=1):
+            found.append((f"step {number}", f"{step.action} | {step.detail}"))
+        for number, output in enumerate(self.procedure.outputs, start=1):
+            found.append((f"output {number}", output))
+        if self.procedure.trigger:
+            found.append(("trigger", self.procedure.trigger))
+        return found
+
+    @cached_property
+    def identifiers(self) -> list[Identifier]:
+        """Identifiers of the steps, outputs and trigger (see `identifiers`)."""
+        found: list[Identifier] = []
+        for _, text in self.texts:
+            found += find_identifiers(text)
+        return found
+
+    @cached_property
+    def precondition_identifiers(self) -> list[Identifier]:
+        found: list[Identifier] = []
+        for text in demand_texts(self.procedure):
+            found += find_identifiers(text)
+        return found
 
     @property
     def step_clauses(self) -> list[Clause]:
@@ -127,10 +156,6 @@ class Facts:
                     found.append((level, clause, subject))
         return found
 
-    @cached_property
-    def prohibitions(self) -> list[tuple[Clause, list[str]]]:
-        return [(c, terms) for c in self.clauses if (terms := prohibited_terms(c))]
-
     def mentions_stems(self, terms: list[str]) -> bool:
         return all(any(equivalent(t, s) for s in self.all_stems) for t in terms)
 
@@ -185,6 +210,8 @@ def prohibited_terms(clause: Clause) -> list[str]:
     write to the orders table", "no direct writes"), "must not", and passive states
     ("classic tokens are deprecated", "no longer accepted")."""
     words = [t.lower for t in clause.words]
+    while words and words[0] in ("and", "but", "or", "so"):
+        words = words[1:]
     if not words:
         return []
     lead = words[0] in lx.PROHIBITION_LEADS or words[0] in ("no", "don't", "dont", "do")

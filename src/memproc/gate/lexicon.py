@@ -20,7 +20,8 @@ STOPWORDS = words(
     his her so such than too very can could should would will shall may might must has have
     had having do does did done up out over about again also just only any each every all
     some more most other same own both either if then there here when where which who whom
-    what why how while once per via vs etc e g ie now new old still already"""
+    what why how while once per via vs etc e g ie now new old still already whoever whatever
+    whichever"""
 )
 
 # Verbs that carry no demand by themselves: "run migrations" demands the migrations.
@@ -40,8 +41,13 @@ NEGATORS = words(
 )
 
 # Words that end a negation's reach: "no retry, then publish" negates only the retry.
-NEGATION_STOPS = words("""and but then before after so instead while once until because when""")
-NEGATION_REACH = 4
+# English conjunctions and temporal connectives (closed classes).
+NEGATION_STOPS = words(
+    """and but then before after so while once until because when although though except
+    whereas yet"""
+)
+# Two-word contrast phrases that negate what follows: "GraphQL instead of REST".
+CONTRAST_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("in", "place")})
 
 # Connectives that start an anchor clause: "before push" places a demand, it is not one.
 ANCHORS = words("""before after prior until ahead once when whenever""")
@@ -82,12 +88,15 @@ NOTIFY_VERBS = words(
 )
 RETRY_WORDS = words("""retry retries retrying reattempt attempts attempt""")
 
-# A requirement marker turns an added step into a demand on everyone sharing the surface.
+# A requirement marker turns an added step into a demand on everyone sharing the surface:
+# English modals and verbs of obligation. "only" and "always" are left out: "push from main
+# only" describes the step, it asks nothing of others.
 REQUIREMENT_MARKERS = words(
-    """must required requires require mandatory enforces enforce enforced only always"""
+    """must required requires require mandatory enforces enforce enforced"""
 )
 
-# Equivalence classes of verbs: a dependent may meet a demand in other words.
+# Equivalence classes: a dependent may meet a demand in other words. Common English and
+# operations synonyms (general knowledge), each class one meaning.
 SYNONYMS: tuple[frozenset[str], ...] = (
     words("acquire obtain grab hold take lock lease claim"),
     words("refresh renew rotate regenerate reissue"),
@@ -106,6 +115,9 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     words("migrate migration migrations"),
     words("repository repo"),
     words("directory dir folder"),
+    words("approve approval approved signoff sign-off"),
+    words("download pull fetch retrieve"),
+    words("column field attribute"),
 )
 
 FORMATS = words(
@@ -204,3 +216,10 @@ NUMBER_WORDS = {
     "sixty": 60,
     "ninety": 90,
 }
+
+# Words that often stand before a number without being the name of a setting: prepositions
+# and approximations of English ("about 50", "under 5 MB", "top 500", "takes 40 minutes").
+NUMBER_CONTEXT = words(
+    """about around approximately roughly under over within below above top last first next
+    past takes take took taking least most than upto batches batch release step steps"""
+)

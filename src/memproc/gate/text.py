@@ -32,7 +32,8 @@ _TOKEN = re.compile(
 )
 # "100 requests/min" is a rate, not a path: rewritten to "100 requests per min" first.
 _PER_UNIT = re.compile(r"(\w)/(s|sec|second|min|minute|h|hr|hour|d|day)\b", re.I)
-_CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")", ":"})
+# A colon is no break: it introduces a value ("idle_timeout: 30s") or a list.
+_CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")"})
 _CLAUSE_WORDS = frozenset({"then"})
 ARTIFACT_KINDS = ("url", "code", "quoted", "env", "flag", "channel", "path")
 _KIND_ALIASES = {"repo": "repository", "db": "database", "folder": "directory", "dir": "directory"}
@@ -161,20 +162,35 @@ def split_clauses(text: str, source: str, position: int) -> list[Clause]:
     """Tokenize and cut at punctuation and "then"; mark what each negator reaches."""
     clauses: list[Clause] = []
     current = Clause(source, position, "")
+    breaks_after: list[str] = []
     for token in tokenize(text):
         breaks = token.kind == "punct" and token.text in _CLAUSE_BREAKS
         if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS):
             if current.tokens:
                 clauses.append(current)
+                breaks_after.append(token.text)
             current = Clause(source, position, "")
             continue
         current.tokens.append(token)
     if current.tokens:
         clauses.append(current)
-    for clause in clauses:
-        clause.tokens = _mark_negation(clause.tokens)
+        breaks_after.append("")
+    carried = False
+    for i, clause in enumerate(clauses):
+        carried = carried and _continues_list(clause)
+        clause.tokens, open_end = _mark_negation(clause.tokens, carried)
+        carried = open_end and breaks_after[i] == ","
         clause.text = " ".join(t.text for t in clause.tokens)
     return clauses
+
+
+def _continues_list(clause: Clause) -> bool:
+    """A clause after a comma that goes on with the list a negation opened ("never pauses,
+    drains or restarts"): it holds "or"/"nor", or is a word or two."""
+    words = [t.lower for t in clause.tokens if t.kind == "word"]
+    if words and words[0] in lx.NEGATION_STOPS:
+        return False
+    return bool({"or", "nor"} & set(words)) or len(clause.tokens) <= 2
 
 
 def tokenize(text: str) -> list[Token]:
@@ -186,23 +202,37 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def _mark_negation(tokens: list[Token]) -> list[Token]:
-    """A negator hides itself and what follows, up to NEGATION_REACH words or a connective:
-    "does not run migrations" never counts as running them."""
+def _negator_at(tokens: list[Token], i: int) -> int:
+    """How many tokens a negation cue at `i` spans (0: none). Cues are the negators, a "n't"
+    contraction, and contrast phrases that set aside what follows: "instead of", "rather
+    than" (what follows is what the step does not do)."""
+    word = tokens[i].lower if tokens[i].kind == "word" else ""
+    following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
+    if word in lx.NEGATORS or (word.endswith("n't") and len(word) > 3):
+        return 1
+    if (word, following) in lx.CONTRAST_PHRASES:
+        return 2
+    return 0
+
+
+def _mark_negation(tokens: list[Token], carried: bool = False) -> tuple[list[Token], bool]:
+    """A negation cue hides itself and the rest of its clause, up to a connective ("does not
+    run migrations, then deploys": only the migrations are not run). Returns the tokens and
+    whether the negation ran to the clause's end (a list after a comma may continue it)."""
     marked: list[Token] = []
-    reach = 0
-    for token in tokens:
-        word = token.lower if token.kind == "word" else ""
-        if word in lx.NEGATORS or (word.endswith("n't") and len(word) > 3):
-            reach = lx.NEGATION_REACH + 1
-        elif word in lx.NEGATION_STOPS:
-            reach = 0
-        if reach > 0:
-            marked.append(Token(token.kind, token.text, negated=True))
-            reach -= 1
-        else:
-            marked.append(token)
-    return marked
+    negating = carried
+    i = 0
+    while i < len(tokens):
+        span = _negator_at(tokens, i)
+        word = tokens[i].lower if tokens[i].kind == "word" else ""
+        if span:
+            negating = True
+        elif word in lx.NEGATION_STOPS or tokens[i].text == ":":
+            negating = False
+        for token in tokens[i : i + max(span, 1)]:
+            marked.append(Token(token.kind, token.text, negated=negating))
+        i += max(span, 1)
+    return marked, negating
 
 
 # -- artifacts --------------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""New prohibitions a revision makes, and dependents that do what they forbid.
+
+A prohibition is a clause that forbids ("never force-push to main", "do not call the REST
+API", "classic tokens are deprecated", "long-lived tokens no longer work"). One whose verb is
+left out ("run migrations with alembic, and never against prod") forbids the verb of the
+clause before it. A dependent violates it when one of its steps, action and detail read as
+one, does what it forbids: most of its content, not negated ("GraphQL instead of REST" does
+not call REST).
+"""
+
+from __future__ import annotations
+
+import math
+
+from memproc.gate import lexicon as lx
+from memproc.gate.facts import Facts, prohibited_terms
+from memproc.gate.model import Finding
+from memproc.gate.surface import Surface, norm_entity
+from memproc.gate.text import Clause, artifacts, equivalent, stem
+
+# Share of a prohibition's terms one step must hold to violate it.
+VIOLATE_SHARE = 0.75
+# Prepositions that open an elliptical prohibition ("never against prod"): closed class.
+_PREPOSITIONS = lx.words("against from on in into to with within during outside inside via at")
+Prohibition = tuple[Clause, list[str]]
+
+
+def prohibitions_of(facts: Facts) -> list[Prohibition]:
+    """Every prohibition of a procedure, an elliptical one completed by the clause before."""
+    found: list[Prohibition] = []
+    for clauses in facts.units.values():
+        previous: Clause | None = None
+        for clause in clauses:
+            terms = prohibited_terms(clause)
+            if terms and previous is not None and _elliptical(clause):
+                terms = _head_terms(previous) + terms
+            if terms:
+                found.append((clause, list(dict.fromkeys(terms))))
+            else:
+                previous = clause
+    return found
+
+
+def _elliptical(clause: Clause) -> bool:
+    """The forbidden thing starts with a preposition: no verb of its own."""
+    words = [t.lower for t in clause.words]
+    for i, word in enumerate(words):
+        if word in lx.NEGATORS or word in lx.PROHIBITION_LEADS or word in ("and", "but", "or"):
+            continue
+        if word in ("must", "should", "do", "does", "not"):
+            continue
+        return word in _PREPOSITIONS and i > 0
+    return False
+
+
+def _head_terms(clause: Clause) -> list[str]:
+    """The verb and its object: the first two content stems of a clause."""
+    stems = [s for s in clause.stems() if s not in lx.STOPWORDS]
+    return stems[:2]
+
+
+def new_prohibitions(old: Facts, revision: Facts) -> list[Prohibition]:
+    before = [terms for _, terms in prohibitions_of(old)]
+    return [
+        (clause, terms)
+        for clause, terms in prohibitions_of(revision)
+        if not any(covered(terms, prior) for prior in before)
+    ]
+
+
+def covered(terms: list[str], stems: list[str]) -> bool:
+    have = [t for t in terms if any(equivalent(t, s) for s in stems)]
+    return len(have) >= max(1, math.ceil(VIOLATE_SHARE * len(terms)))
+
+
+def artifact_stems(found: set[str]) -> list[str]:
+    """The words of artifact names as stems: "flag:--prune" -> ["prun"]."""
+    return [stem(w) for a in found for w in norm_entity(a.split(":", 1)[1]).split()]
+
+
+def step_stems(clauses: list[Clause]) -> list[str]:
+    stems = [s for c in clauses for s in c.stems()]
+    stems += [s for c in clauses for s in artifact_stems(artifacts(c))]
+    stems += [
+        stem(t.lower.replace("-", ""))
+        for c in clauses
+        for t in c.tokens
+        if "-" in t.lower and not t.negated
+    ]
+    return stems
+
+
+def violated_prohibitions(
+    prohibitions: list[Prohibition], dependent: Facts, surface: Surface
+) -> list[Finding]:
+    findings = []
+    for rule, terms in prohibitions:
+        for source, clauses in dependent.units.items():
+            if not covered(terms, step_stems(clauses)):
+                continue
+            text = ", ".join(c.text for c in clauses)
+            findings.append(
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="new_prohibition",
+                    detail=(
+                        f"the revision now forbids '{rule.text}' ({rule.source}); the "
+                        f"dependent does it in {source}"
+                    ),
+                    evidence={"revision": rule.text, "dependent": text},
+                )
+            )
+            break
+    return findings
