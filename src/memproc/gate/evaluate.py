@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memproc.gate import contracts, demands, limits, outputs, prohibitions
+from memproc.gate import (
+    bounds,
+    contracts,
+    demands,
+    limits,
+    order,
+    outputs,
+    prohibitions,
+    removed,
+)
 from memproc.gate.facts import Facts
 from memproc.gate.model import Assessment, Finding, Procedure, Signals, Similarity
 from memproc.gate.surface import names_entity, shared_surface
@@ -75,10 +84,13 @@ class _Reading:
             *demands.unmet_preconditions(added, new, dependent, surface, similarity),
             *prohibitions.violated_prohibitions(self.prohibitions, dependent, surface),
             *outputs.removed_outputs(old, new, dependent),
+            *removed.removed_identifiers(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),
+            *order.moved_past_signal(old, new, dependent),
             *limits.tightened_limits(old, new, dependent),
+            *bounds.tightened_bounds(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
         ]
 

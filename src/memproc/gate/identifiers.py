@@ -4,7 +4,8 @@ Entities and prose miss most links between real procedures: they share `billing.
 `customer_email`, `maxReplicas`, `max_client_conn = 150`, the host inside
 `jdbc:postgresql://pgb.internal:6432/app`, or `s3://lake/agg/{ds}/`. This module finds such
 names by their shape alone (no word lists): URLs and the hosts in them, paths (with
-`{placeholders}`, `:params`, `<vars>` and `$VARS` read as wildcards), dotted names,
+`{placeholders}`, `:params`, `<vars>` and `$VARS` read as wildcards), globs (`logs-*`
+matches `logs-default`), dotted names,
 snake_case, camelCase and PascalCase (a PascalCase word may also be a brand), kebab-case
 names holding a digit and Header-Case names, environment
 variables, flags, `key=value` keys, image names, and the members of a brace list
@@ -16,6 +17,7 @@ and `idempotency_key` are one name.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -29,6 +31,8 @@ _SNAKE = re.compile(r"(?<![\w.$-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])
 _CAMEL = re.compile(r"(?<![\w.$-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])")
 _PASCAL = re.compile(r"(?<![\w.$-])[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*(?![\w])")
 _KEBAB_DIGIT = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/])")
+_KEBAB_WORD = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/*])")
+_GLOB = re.compile(r"(?<![\w/.:*-])(?=[\w.-]*[A-Za-z]{2})[\w.-]*\*[\w.*-]*(?![\w/])")
 _HEADER = re.compile(r"(?<![\w.$/-])[A-Z][a-z0-9]+(?:-[A-Z][a-z0-9]+)+(?![\w/])")
 _IMAGE = re.compile(
     r"(?<![\w./:$-])([a-z0-9][\w./-]*[a-z0-9]):(?!\d{2,5}(?![\w.]))([\w$][\w.$-]*)(?![\w/:])"
@@ -44,7 +48,8 @@ _CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 @dataclass(frozen=True)
 class Identifier:
-    kind: str  # url host path dotted snake camel pascal kebab image env flag key member
+    kind: str  # url host path dotted snake camel pascal kebab hyphenated glob image env flag
+    # key member
     text: str
     norm: str
     parent: str = ""  # for a member: the normalized name of the list's owner
@@ -93,18 +98,24 @@ def find(text: str) -> list[Identifier]:
         if not _inside(match.span(), taken):
             found.append(_make("image", match.group(1)))
             taken.append(match.span())
+    for match in _GLOB.finditer(text):
+        if not _inside(match.span(), taken):
+            found.append(_make("glob", match.group()))
+            taken.append(match.span())
     patterns = (
         ("snake", _SNAKE),
         ("camel", _CAMEL),
         ("pascal", _PASCAL),
         ("kebab", _KEBAB_DIGIT),
         ("kebab", _HEADER),
+        ("hyphenated", _KEBAB_WORD),
     )
     for kind, pattern in patterns:
         for match in pattern.finditer(text):
             if _inside(match.span(), taken):
                 continue
-            if pattern is _KEBAB_DIGIT and not any(c.isdigit() for c in match.group()):
+            digits = any(c.isdigit() for c in match.group())
+            if (pattern is _KEBAB_DIGIT and not digits) or (pattern is _KEBAB_WORD and digits):
                 continue
             found.append(_make(kind, match.group()))
     found += [_make("env", m.group(1)) for m in _ENV.finditer(text)]
@@ -157,8 +168,10 @@ def _unique(found: list[Identifier]) -> list[Identifier]:
 
 # Kinds that name a resource by themselves; a member or key only names one within its owner.
 NAMING_KINDS = frozenset(
-    {"url", "host", "path", "dotted", "snake", "camel", "pascal", "kebab", "env", "image"}
+    {"url", "host", "path", "dotted", "snake", "camel", "pascal", "kebab", "env", "image", "glob"}
 )
+# A hyphenated word ("logs-default") names a resource only when a glob ("logs-*") matches it.
+GLOB_TARGETS = NAMING_KINDS | {"hyphenated"}
 # Kinds only code has: a PascalCase word may be a brand ("GitHub"), these may not.
 CODE_KINDS = NAMING_KINDS - {"pascal"} | {"flag", "key"}
 
@@ -169,6 +182,9 @@ def same(a: Identifier, b: Identifier) -> bool:
     `event.detail.customer_email`), or one path or URL inside the other."""
     if a.norm == b.norm:
         return True
+    if "glob" in (a.kind, b.kind):
+        glob, name = (a, b) if a.kind == "glob" else (b, a)
+        return name.kind != "glob" and fnmatch.fnmatchcase(name.norm, glob.norm)
     if a.kind in ("path", "url") and b.kind in ("path", "url"):
         return _within(a.norm, b.norm) or _within(b.norm, a.norm)
     return _tail(a.parts, b.parts) or _tail(b.parts, a.parts)

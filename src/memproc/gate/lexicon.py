@@ -68,7 +68,8 @@ PRODUCER_VERBS = words(
     move moves moved send sends sent push pushes pushed tag tags tagged set sets define
     defines defined expose exposes exposed release releases released deploy deploys
     deployed serve serves served post posts posted package packages packaged archive
-    archives archived compile compiles compiled snapshot snapshots bundle bundles"""
+    archives archived compile compiles compiled snapshot snapshots bundle bundles materialize
+    materializes materialized"""
 )
 
 # Verbs that need write permission: a dependent doing one with a credential made read-only

@@ -101,14 +101,18 @@ def shared_surface(
 
 def shared_identifiers(old: Facts, revision: Facts, dependent: Facts) -> set[str]:
     """Identifiers of the revised procedure (either version) the dependent also names."""
-    theirs = [i for i in dependent.identifiers if i.kind in identifiers.NAMING_KINDS]
+    theirs = [i for i in dependent.identifiers if i.kind in identifiers.GLOB_TARGETS]
     found = set()
     revised = (*old.identifiers, *revision.identifiers, *revision.precondition_identifiers)
     for mine in revised:
-        if mine.kind not in identifiers.NAMING_KINDS:
+        if mine.kind not in identifiers.GLOB_TARGETS:
             continue
-        if any(identifiers.same(mine, other) for other in theirs):
-            found.add(mine.norm)
+        for other in theirs:
+            named = identifiers.NAMING_KINDS & {mine.kind, other.kind}
+            if "hyphenated" in (mine.kind, other.kind) and "glob" not in named:
+                continue
+            if identifiers.same(mine, other):
+                found.add(mine.norm)
     return found
 
 
@@ -147,8 +151,10 @@ def _named_as_entity(name: str, facts: Facts, aliases: Aliases) -> bool:
 
 def _written_as_name(name: str, facts: Facts) -> bool:
     wanted = norm_entity(name)
-    proper = name != name.lower()  # declared with capitals: a proper name
-    for source, text in facts.texts:
+    # A one-word name declared with capitals is a proper name that may be an everyday word;
+    # a name of several words ("partner API") is specific in any case.
+    proper = name != name.lower() and len(wanted.split()) == 1
+    for source, text in [*facts.texts, ("name", facts.procedure.name)]:
         for match in re.finditer(rf"(?<![\w.-]){re.escape(wanted)}(?![\w-])", text, re.I):
             written = text[match.start() : match.end()]
             if _negated_at(facts, source, written):

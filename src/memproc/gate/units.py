@@ -100,7 +100,10 @@ def scan(text: str, *, memory: bool = False) -> list[Quantity]:
     for match in _QUANTITY.finditer(text):
         if _inside_word(text, match.start()):
             continue
-        found += _read(match, memory)
+        read = _read(match, memory)
+        if re.search(r"\b(?:every|each)\s*$", text[: match.start()], re.I):
+            read = [Quantity("period", q.value, q.text) for q in read]  # a schedule
+        found += read
     for match in _PERIOD.finditer(text):
         word = match.group(1).lower()
         found.append(Quantity("time", SECONDS[word], match.group(0)))

@@ -37,10 +37,11 @@ class Setting:
     value: str
     where: str  # "step 2", "output 1"
     text: str  # the segment it was read from
+    name: str = ""  # the key as written ("maxReplicas"), for its words
 
     @property
     def words(self) -> list[str]:
-        return split_words(self.key)
+        return split_words(self.name or self.key)
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,11 @@ class Change:
     where: str
     old_text: str
     new_text: str
+    name: str = ""
 
     @property
     def words(self) -> list[str]:
-        return split_words(self.key)
+        return split_words(self.name or self.key)
 
 
 def normalize_key(key: str) -> str:
@@ -94,19 +96,23 @@ def settings_of_text(text: str, where: str) -> list[Setting]:
 def _read_segment(segment: str, where: str) -> list[Setting]:
     found = []
     for match in _FLAG.finditer(segment):
-        found.append(Setting(normalize_key(match["key"]), _clean(match["value"]), where, segment))
+        key = match["key"]
+        found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
     pair = _KEY_VALUE.search(segment)
     if pair and not segment.lstrip().startswith("-"):
         key = _last_words(pair["key"])
         if key and key.split()[-1].lower() not in lx.STOPWORDS:
-            found.append(Setting(normalize_key(key), _clean(pair["value"]), where, segment))
+            value = _clean(pair["value"])
+            found.append(Setting(normalize_key(key), value, where, segment, key))
     for match in _IMAGE.finditer(segment):
         if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
-            found.append(Setting(normalize_key(match["key"]), match["value"], where, segment))
+            name = match["key"]
+            found.append(Setting(normalize_key(name), match["value"], where, segment, name))
     for match in _NAME_NUMBER.finditer(segment):
         key = match["key"]
         if key.lower() not in lx.STOPWORDS and key.lower() not in lx.NUMBER_CONTEXT:
-            found.append(Setting(normalize_key(key), match["value"].lower(), where, segment))
+            value = match["value"].lower()
+            found.append(Setting(normalize_key(key), value, where, segment, key))
     return found
 
 
@@ -144,7 +150,7 @@ def changed(old: Procedure, revision: Procedure) -> list[Change]:
         if not pairs:
             continue
         a, b = pairs[0]
-        found.append(Change(key, a.value, b.value, b.where, a.text, b.text))
+        found.append(Change(key, a.value, b.value, b.where, a.text, b.text, b.name))
     return sorted(found, key=lambda c: (c.where, c.key))
 
 

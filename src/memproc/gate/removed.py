@@ -1,0 +1,110 @@
+"""Identifiers the revision stops naming that a dependent still uses: a dropped field of a
+payload, a renamed label of a metric, a table a model no longer materializes.
+
+Compared by shape (see `identifiers`): `billing.invoices` is gone although the dependent
+reads `analytics.billing.invoices`; `customer_email` left the payload `{order_id, ...}` while
+the dependent reads `event.detail.customer_email`; the label `path` left
+`http_requests_total{method, path, code}` while the dependent filters on it.
+
+Only an identifier the old version produced (named by a producing step, or a member of a
+list it builds) or replaced (the same step now names a new identifier of the same kind) is
+reported: one the old version merely read stays where it was for the dependent to read.
+"""
+
+from __future__ import annotations
+
+from memproc.gate import identifiers, sequence
+from memproc.gate.facts import Facts, is_producer
+from memproc.gate.identifiers import Identifier
+from memproc.gate.model import Finding
+
+# Kinds worth comparing: names of resources and members of lists (not flags or keys).
+_KINDS = identifiers.NAMING_KINDS | {"member"}
+
+
+def _by_step(facts: Facts) -> list[list[Identifier]]:
+    found = []
+    for step in facts.procedure.steps:
+        text = f"{step.action} | {step.detail}"
+        found.append([i for i in identifiers.find(text) if i.kind in _KINDS])
+    return found
+
+
+def _matches(a: Identifier, b: Identifier) -> bool:
+    if a.kind == "member" or b.kind == "member":
+        if a.norm != b.norm:
+            return identifiers.same(a, b) and "member" not in (a.kind, b.kind)
+        return not (a.parent and b.parent and a.parent != b.parent)
+    return identifiers.same(a, b)
+
+
+def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
+    for other in dependent.identifiers:
+        if other.kind not in _KINDS | {"key"}:
+            continue
+        if ident.kind == "member" and other.kind in ("member", "key"):
+            if other.norm == ident.norm and not (
+                ident.parent and other.parent and ident.parent != other.parent
+            ):
+                return other
+        elif ident.kind == "member":
+            if other.parts and other.parts[-1] == ident.norm and "_" in ident.norm:
+                return other  # event.detail.customer_email reads the member customer_email
+        elif identifiers.same(ident, other):
+            return other
+    return None
+
+
+def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    before, after = _by_step(old), _by_step(revision)
+    everything_after = [i for step in after for i in step]
+    everything_after += [i for i in revision.precondition_identifiers if i.kind in _KINDS]
+    pairing = sequence.pair(old.procedure, revision.procedure)
+    findings: list[Finding] = []
+    reported: set[str] = set()
+    for index, idents in enumerate(before):
+        new_index = pairing.new_index(index)
+        replacements = after[new_index] if new_index is not None else []
+        for ident in idents:
+            if ident.norm in reported or any(_matches(ident, n) for n in everything_after):
+                continue
+            used = _used_by(ident, dependent)
+            if used is None:
+                continue
+            new = [
+                n
+                for n in replacements
+                if n.kind == ident.kind and not any(_matches(n, o) for o in idents)
+            ]
+            if not new and not _produced(old, index, ident):
+                continue
+            reported.add(ident.norm)
+            findings.append(_finding(old, index, ident, new, used, dependent))
+    return findings
+
+
+def _produced(old: Facts, index: int, ident: Identifier) -> bool:
+    clauses = old.units.get(f"step {index + 1}", [])
+    return ident.kind == "member" or bool(clauses and is_producer(clauses[0]))
+
+
+def _finding(
+    old: Facts,
+    index: int,
+    ident: Identifier,
+    new: list[Identifier],
+    used: Identifier,
+    dependent: Facts,
+) -> Finding:
+    owner = f" of {ident.parent}" if ident.parent else ""
+    instead = f"; it now names {', '.join(n.text for n in new)}" if new else ""
+    step = old.procedure.steps[index]
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="renamed_output" if new else "removed_output",
+        detail=(
+            f"the old version had {ident.text}{owner} (step {index + 1}); the revision no "
+            f"longer names it{instead}; the dependent uses {used.text}"
+        ),
+        evidence={"old": f"{step.action} | {step.detail}", "dependent": used.text},
+    )
