@@ -88,16 +88,28 @@ def demand(text: str, source: str, whole: str = "") -> Demand | None:
             terms.append(stemmed)
         found |= artifacts(Clause(source, 0, clause.text, head))
     terms = list(dict.fromkeys(terms))
-    idents = [
-        i
-        for c in clauses
-        for i in identifiers.find(c.text)
-        if i.kind in identifiers.CODE_KINDS and i.kind not in ("key",)
-    ]
+    idents = _demand_identifiers(clauses)
     if not terms and not idents:
         return None
     binds = reach.infer(", ".join(c.text for c in clauses))
     return Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
+
+
+def _demand_identifiers(clauses: list[Clause]) -> list[Identifier]:
+    """The code names a demand holds; a URL's host is not counted apart from the URL."""
+    found = [i for c in clauses for i in identifiers.find(c.text)]
+    urls = {i.norm for i in found if i.kind == "url"}
+    return [
+        i
+        for i in found
+        if i.kind in identifiers.CODE_KINDS
+        and i.kind != "key"
+        and not (i.kind == "host" and any(i.norm in u for u in urls))
+    ]
+
+
+# Identifiers that say where, not what: meeting a demand takes more than naming the place.
+_PLACES = frozenset({"url", "host", "path", "glob"})
 
 
 def _reaching(binds: Binds) -> Binds | None:
@@ -186,8 +198,9 @@ def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -
     matched = [i for i in d.idents if any(identifiers.same(i, o) for o in idents or [])]
     if d.verb is not None and d.verb not in have and d.verb in d.terms:
         return False  # "lock gs://logs" is not met by reading gs://logs
-    if d.idents and len(matched) == len(d.idents):
-        return True  # the same identifiers: exactly what was asked for
+    what = [i for i in d.idents if i.kind not in _PLACES]
+    if what and all(i in matched for i in what):
+        return True  # the same names: exactly what was asked for
     weight = len(d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
     score = len(have) + IDENTIFIER_WEIGHT * len(matched)
     return weight > 0 and score >= math.ceil(MEET_SHARE * weight)
@@ -270,6 +283,9 @@ def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     "clean ./build before compiling" asks nothing of a procedure that never uses ./build."""
     if not d.artifacts or d.artifacts & dependent.mentioned:
         return False
+    mine = identifiers.find(d.text)
+    if any(identifiers.same(a, b) for a in mine for b in dependent.identifiers):
+        return False  # b2://offsite is where the dependent writes b2://offsite/crm/
     return not names_entity(d.text, surface.entities)
 
 

@@ -16,6 +16,7 @@ from memproc.gate import (
     bounds,
     contracts,
     demands,
+    knowledge,
     limits,
     order,
     outputs,
@@ -23,8 +24,8 @@ from memproc.gate import (
     removed,
 )
 from memproc.gate.facts import Facts
-from memproc.gate.model import Assessment, Finding, Procedure, Signals, Similarity
-from memproc.gate.surface import names_entity, shared_surface
+from memproc.gate.model import Assessment, Finding, Procedure, Signals, Similarity, Undecided
+from memproc.gate.surface import Surface, names_entity, shared_surface
 
 
 def assess(
@@ -46,8 +47,21 @@ def assess(
             result.findings.extend(found)
             result.undecided.extend(undecided)
             continue
-        result.findings.extend(reading.rules(candidate))
+        findings, undecided = reading.rules(candidate)
+        result.findings.extend(_one_per_pattern(findings))
+        result.undecided.extend(undecided)
     return result
+
+
+def _one_per_pattern(findings: list[Finding]) -> list[Finding]:
+    """The first finding of each pattern: several rules may see the same break."""
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        if finding.pattern not in seen:
+            seen.add(finding.pattern)
+            kept.append(finding)
+    return kept
 
 
 def evaluate(
@@ -69,12 +83,20 @@ class _Reading:
         self.added = demands.new_demands(self.old, self.new)
         self.prohibitions = prohibitions.new_prohibitions(self.old, self.new)
 
-    def rules(self, candidate: Procedure) -> list[Finding]:
-        old, new, similarity = self.old, self.new, self.signals.similarity
+    def rules(self, candidate: Procedure) -> tuple[list[Finding], list[Undecided]]:
+        old, new = self.old, self.new
         dependent = Facts.read(candidate)
         surface = shared_surface(old, new, dependent, self.signals.aliases)
-        if not surface.shared:
-            return []
+        findings = knowledge.relied_on_values(old, new, dependent, surface)
+        if surface.shared:
+            findings += self._shared(dependent, surface)
+        if findings:
+            return findings, []
+        question = knowledge.undecided(old, new, dependent, surface)
+        return [], [question] if question else []
+
+    def _shared(self, dependent: Facts, surface: Surface) -> list[Finding]:
+        old, new, similarity = self.old, self.new, self.signals.similarity
         added = self.added
         if surface.umbrella_only:
             # Disjoint resources under one entity: only a demand on the entity itself, or one

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from memproc.gate import lexicon as lx
-from memproc.gate.identifiers import Identifier
+from memproc.gate.identifiers import Identifier, split_words
 from memproc.gate.identifiers import find as find_identifiers
 from memproc.gate.model import Procedure
 from memproc.gate.text import (
@@ -150,6 +150,14 @@ class Facts:
         found = []
         for clauses in self.units.values():
             subject = [s for c in clauses for s in c.stems()]
+            # the words inside names count: "roles/storage.objectCreator" speaks of a role
+            subject += [
+                stem(w)
+                for c in clauses
+                for i in find_identifiers(c.text)
+                for w in split_words(i.text)
+                if len(w) > 2
+            ]
             for clause in clauses:
                 level = permission_level(clause, subject)
                 if level is not None:

@@ -64,7 +64,7 @@ def normalize(text: str) -> str:
     if value.startswith("-"):
         return "--" + value.lstrip("-").lower()
     value = _TEMPLATE.sub("*", value)
-    value = value.lower().replace("-", "_").rstrip("/")
+    value = value.lower().replace("-", "_").rstrip("/.,;:")
     return value.removeprefix("./")
 
 

@@ -5,7 +5,8 @@ API", "classic tokens are deprecated", "long-lived tokens no longer work"). One 
 left out ("run migrations with alembic, and never against prod") forbids the verb of the
 clause before it. A dependent violates it when one of its steps, action and detail read as
 one, does what it forbids: most of its content, not negated ("GraphQL instead of REST" does
-not call REST).
+not call REST). A prohibition of a time window ("must not start on Fridays after 15:00") is
+broken by a dependent that shares the surface and runs inside the window.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import math
 
 from memproc.gate import lexicon as lx
+from memproc.gate import schedule
 from memproc.gate.facts import Facts, prohibited_terms
 from memproc.gate.model import Finding
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import Clause, artifacts, equivalent, stem
 
 # Share of a prohibition's terms one step must hold to violate it.
-VIOLATE_SHARE = 0.75
+VIOLATE_SHARE = 0.66
 # Prepositions that open an elliptical prohibition ("never against prod"): closed class.
 _PREPOSITIONS = lx.words("against from on in into to with within during outside inside via at")
 Prohibition = tuple[Clause, list[str]]
@@ -90,13 +92,24 @@ def step_stems(clauses: list[Clause]) -> list[str]:
     return stems
 
 
+def _runs_inside(span: schedule.Window, clauses: list[Clause]) -> bool:
+    """A time window ("not on Fridays after 15:00") is broken by a step that runs inside it
+    ("schedule: every Friday at 16:00")."""
+    when = schedule.runs_at(" ".join(c.text.replace(" : ", ":") for c in clauses))
+    return when is not None and span.holds(*when)
+
+
 def violated_prohibitions(
     prohibitions: list[Prohibition], dependent: Facts, surface: Surface
 ) -> list[Finding]:
     findings = []
     for rule, terms in prohibitions:
+        span = schedule.window(rule.text)
         for source, clauses in dependent.units.items():
-            if not covered(terms, step_stems(clauses)):
+            if span is not None and surface.shared:
+                if not _runs_inside(span, clauses):
+                    continue
+            elif not covered(terms, step_stems(clauses)):
                 continue
             text = ", ".join(c.text for c in clauses)
             findings.append(

@@ -131,3 +131,76 @@ def _in(moment: Moment, frame: str, start: int | None) -> float | None:
     if frame == "clock":  # an offset after a known start, as a time of day
         return (start + moment.minutes) % 1440
     return (moment.minutes - start) % 1440
+
+
+# -- time windows --------------------------------------------------------------------------------
+
+_DAYS = {
+    name: index
+    for index, names in enumerate(
+        ("monday mon", "tuesday tue tues", "wednesday wed", "thursday thu thurs", "friday fri",
+         "saturday sat", "sunday sun")
+    )
+    for name in names.split()
+}  # fmt: skip
+_DAY = re.compile(r"\b(" + "|".join(sorted(_DAYS, key=len, reverse=True)) + r")s?\b", re.I)
+_GROUPS = {
+    "weekend": {5, 6},
+    "weekends": {5, 6},
+    "weekday": set(range(5)),
+    "weekdays": set(range(5)),
+}
+_AFTER = re.compile(
+    r"\b(?:after|from|past)\s+(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))", re.I
+)
+_BEFORE = re.compile(
+    r"\b(?:before|until|till)\s+(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))", re.I
+)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Days of the week (0 = Monday; empty: every day) and a span of the day in minutes."""
+
+    days: frozenset[int]
+    after: int | None = None
+    before: int | None = None
+
+    def holds(self, day: int | None, minutes: int | None) -> bool:
+        if self.days and (day is None or day not in self.days):
+            return False
+        if minutes is None:
+            return self.after is None and self.before is None
+        if self.after is not None and minutes < self.after:
+            return False
+        return self.before is None or minutes < self.before
+
+
+def days(text: str) -> set[int]:
+    found = {_DAYS[m.group(1).lower()] for m in _DAY.finditer(text)}
+    for word, group in _GROUPS.items():
+        if re.search(rf"\b{word}\b", text, re.I):
+            found |= group
+    return found
+
+
+def window(text: str) -> Window | None:
+    """The days and hours a text speaks of ("on Fridays after 15:00"); None if none."""
+    after, before = _AFTER.search(text), _BEFORE.search(text)
+    found = days(text)
+    if not found and after is None and before is None:
+        return None
+    return Window(
+        frozenset(found),
+        clock(after.group(1)) if after else None,
+        clock(before.group(1)) if before else None,
+    )
+
+
+def runs_at(text: str) -> tuple[int | None, int | None] | None:
+    """When a schedule says something runs: (day, minutes); None if it says neither."""
+    found = days(text)
+    at = clock(text)
+    if not found and at is None:
+        return None
+    return (min(found) if len(found) == 1 else None), at

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from memproc.gate import identifiers, names
+from memproc.gate import identifiers, names, values
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Procedure
@@ -259,31 +259,54 @@ def probe_keys(old: Procedure, revision: Procedure, aliases: Aliases | None = No
         keys |= {f"term:{word}" for name in spelled for word in name.split()}
         keys |= {f"artifact:{artifact}" for artifact in facts.mentioned}
         keys |= {f"ident:{key}" for i in facts.identifiers for key in _ident_keys(i)}
-        keys |= {f"entity:{word}" for word in _words(facts)}
+        keys |= {f"entity:{phrase}" for phrase in _phrases(facts, version.name)}
         keys |= {f"consumes:{p.id}" for p in version.produces}
         keys.add(f"from:{norm_entity(version.name)}")
+    for change in values.changed(old, revision):
+        if values.distinctive(change.old):
+            keys.add(f"term:{norm_entity(change.old.split()[0])}")  # a dependent naming it
     return keys
 
 
 def _ident_keys(ident: identifiers.Identifier) -> set[str]:
     """An identifier is filed under its last part (and its host, for a URL or path), so a
-    dotted tail or a path prefix still meets it."""
-    if ident.kind not in identifiers.NAMING_KINDS:
+    dotted tail or a path prefix still meets it, and under its leading word, so a glob
+    (`logs-*`) meets the names it matches (`logs-default`)."""
+    if ident.kind not in identifiers.GLOB_TARGETS:
         return set()
     parts = ident.parts
-    keys = {parts[-1]} if parts else set()
+    keys = {parts[-1]} if parts and ident.kind != "hyphenated" else set()
     if ident.kind in ("url", "path") and len(parts) >= 2:
         keys.add(parts[0] if ident.kind == "path" else parts[1])
-    return {k for k in keys if k and k != "*" and len(k) > 2}
+    if ident.kind in ("glob", "hyphenated"):
+        keys.add("lead:" + re.split(r"[_.*/]", ident.norm)[0])
+    return {k for k in keys if k and "*" not in k and len(k) > 2}
 
 
 def _words(facts: Facts) -> set[str]:
+    """Every word of the text (a URL or path gives each of its words)."""
     found = set()
     for clause in facts.clauses:
         for token in clause.tokens:
-            word = norm_entity(token.text)
-            if word and word not in lx.STOPWORDS and not token.negated:
-                found.add(word)
+            if token.negated:
+                continue
+            for word in norm_entity(token.text).split():
+                if word not in lx.STOPWORDS:
+                    found.add(word)
+    return found
+
+
+def _phrases(facts: Facts, name: str) -> set[str]:
+    """Runs of one to three words of the text and the name: a dependent's entity may be
+    "partner api"."""
+    found: set[str] = set()
+    runs = [norm_entity(c.text).split() for c in facts.clauses] + [norm_entity(name).split()]
+    for words in runs:
+        for size in (1, 2, 3):
+            for i in range(len(words) - size + 1):
+                phrase = words[i : i + size]
+                if phrase[0] not in lx.STOPWORDS and phrase[-1] not in lx.STOPWORDS:
+                    found.add(" ".join(phrase))
     return found
 
 

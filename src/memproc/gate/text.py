@@ -163,9 +163,10 @@ def split_clauses(text: str, source: str, position: int) -> list[Clause]:
     clauses: list[Clause] = []
     current = Clause(source, position, "")
     breaks_after: list[str] = []
-    for token in tokenize(text):
+    tokens = tokenize(text)
+    for i, token in enumerate(tokens):
         breaks = token.kind == "punct" and token.text in _CLAUSE_BREAKS
-        if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS):
+        if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS) or _turns(tokens, i):
             if current.tokens:
                 clauses.append(current)
                 breaks_after.append(token.text)
@@ -182,6 +183,18 @@ def split_clauses(text: str, source: str, position: int) -> list[Clause]:
         carried = open_end and breaks_after[i] == ","
         clause.text = " ".join(t.text for t in clause.tokens)
     return clauses
+
+
+def _turns(tokens: list[Token], i: int) -> bool:
+    """ "X and must not Y", "X but never Y": a conjunction that opens a second rule."""
+    if tokens[i].lower not in ("and", "but") or i == 0:
+        return False
+    following = [t.lower for t in tokens[i + 1 : i + 3]]
+    return bool(following) and (
+        following[0] in ("never", "must", "should", "shall", "cannot")
+        or following[:2] in (["do", "not"], ["may", "not"])
+        or following[0] in ("don't", "mustn't")
+    )
 
 
 def _continues_list(clause: Clause) -> bool:
