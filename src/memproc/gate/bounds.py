@@ -28,6 +28,9 @@ UPPER_WORDS = lx.words(
     purged keep kept"""
 )
 LOWER_WORDS = lx.words("min minimum floor least")
+# A timeout or a time-to-live given as a bare number is in seconds: the convention of
+# configuration formats and client libraries alike (general knowledge).
+SECONDS_BY_DEFAULT = lx.words("timeout timeouts ttl")
 _PHRASES_UPPER = ("at most", "up to", "no more than", "times out", "time out")
 _PHRASES_LOWER = ("at least", "no less than", "no fewer than")
 Direction = Literal["upper", "lower"]
@@ -63,6 +66,8 @@ def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity 
             measured = units.unit(word, memory=memory)
             if measured is not None:
                 return units.Quantity(measured[0], best.value * measured[1], best.text)
+        if set(unit_words) & SECONDS_BY_DEFAULT:
+            return units.Quantity("time", best.value, f"{best.text} s")
     return best
 
 

@@ -253,7 +253,16 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
 
 
 def _already(d: Demand, old: Facts) -> bool:
-    return met_by(d, old)
+    """Met by the old version's steps, or restated from one of its preconditions (in other
+    words: a restatement may change the verb, "back up" to "export a backup")."""
+    if met_by(d, old):
+        return True
+    loose = Demand(d.text, d.source, d.terms, None, d.artifacts, d.idents, d.whole, d.binds)
+    return any(
+        meets(loose, unit_stems(clauses, set()), _unit_identifiers(old, source))
+        for source, clauses in units(old)
+        if source.startswith("precondition")
+    )
 
 
 def _declares_requirement(clauses: list[Clause]) -> bool:

@@ -111,6 +111,7 @@ class _Reading:
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),
             *order.moved_past_signal(old, new, dependent),
+            *order.finishes_later(old, new, dependent),
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),

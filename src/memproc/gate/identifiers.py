@@ -63,6 +63,8 @@ def normalize(text: str) -> str:
     value = text.strip("`'\"").strip()
     if value.startswith("-"):
         return "--" + value.lstrip("-").lower()
+    if "://" in value:
+        value = re.split(r"[?#]", value, maxsplit=1)[0]  # a query names no other resource
     value = _TEMPLATE.sub("*", value)
     value = value.lower().replace("-", "_").rstrip("/.,;:")
     return value.removeprefix("./")
@@ -186,6 +188,9 @@ def same(a: Identifier, b: Identifier) -> bool:
         glob, name = (a, b) if a.kind == "glob" else (b, a)
         return name.kind != "glob" and fnmatch.fnmatchcase(name.norm, glob.norm)
     if a.kind in ("path", "url") and b.kind in ("path", "url"):
+        left, right = _path_of(a), _path_of(b)
+        if a.kind != b.kind and left and left == right:
+            return True  # GET /v1/orders and https://api.acme.com/v1/orders
         return _within(a.norm, b.norm) or _within(b.norm, a.norm)
     return _tail(a.parts, b.parts) or _tail(b.parts, a.parts)
 
@@ -197,6 +202,14 @@ def _tail(short: list[str], long_: list[str]) -> bool:
 def _specific(parts: list[str]) -> bool:
     """A tail names one thing when it is compound: two parts, or one snake or camel name."""
     return len(parts) >= 2 or "_" in parts[0]
+
+
+def _path_of(ident: Identifier) -> str:
+    """The path part: a URL's after its host, a path as it is."""
+    if ident.kind == "url":
+        match = re.match(r"^[a-z][\w+.-]*:(?:[\w+.-]*:)?//[^/]*(/.*)?$", ident.norm)
+        return (match.group(1) or "") if match else ""
+    return ident.norm if ident.norm.startswith("/") else ""
 
 
 def _within(prefix: str, path: str) -> bool:

@@ -23,6 +23,8 @@ from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import split_clauses
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:[-+.][\w.]+)?$")
+# A bare whole number is a version only under a key that says so; elsewhere it is a count.
+_VERSION_KEYS = lx.words("version release sdk api runtime toolchain")
 _TAG = re.compile(r"^[a-z][\w.-]*$")
 # Verbs of setting a tool up for one's own use (general English): a version such a step
 # installs is the procedure's own.
@@ -38,7 +40,12 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
     found = []
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
-        versioned = bool(_VERSION.match(before) and _VERSION.match(after))
+        versioned = bool(_VERSION.match(before) and _VERSION.match(after)) and (
+            "." in before + after
+            or before.startswith("v")
+            or bool(set(change.words) & _VERSION_KEYS)
+            or change.name[:1].isupper()  # "Node 18", "Python 3": a product and its version
+        )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
         if (versioned or tagged) and not _local(revision, change.where):
             found.append(change)

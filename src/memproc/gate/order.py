@@ -1,4 +1,5 @@
-"""Order: a step the dependent relies on now comes after the signal it waits for.
+"""Order and timing: a step the dependent relies on now comes after the signal it waits for,
+or the revised procedure is done later than the dependent runs.
 
 A dependent that starts on a signal of the revised procedure (its trigger, or a first step
 such as "on: push tags v*" or "subscribe to the 'invalidation complete' topic") assumes that
@@ -6,13 +7,17 @@ everything the procedure did before that signal is done. The step-sequence diff 
 steps moved: one that came before the signal in the old version and comes after it in the
 revision (the tag is now pushed before the wheels are built; the invalidation now runs
 before the upload) breaks that assumption. Notifications moving around change nothing.
+
+A dependent that runs at a clock time ("at 04:00") or a fixed time after the procedure starts
+("1h after 'ingest' starts") assumes the procedure is done by then: one now done later than
+that ("finishes by 05:00", or a step that "takes about 50 minutes" more) breaks it.
 """
 
 from __future__ import annotations
 
 import re
 
-from memproc.gate import identifiers, sequence
+from memproc.gate import identifiers, schedule, sequence
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
@@ -97,3 +102,91 @@ def moved_past_signal(old: Facts, revision: Facts, dependent: Facts) -> list[Fin
                     )
                 ]
     return []
+
+
+# -- timing ----------------------------------------------------------------------------------------
+
+# Words that say when something is over (English): "finishes by 02:00", "ends ~03:00".
+_END = re.compile(
+    r"\b(?:finish\w*|ends?|ended|done|ready|complet\w*|until|lands?)\b\D{0,12}?"
+    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
+    re.I,
+)
+_WAIT = re.compile(
+    r"\b(?:wait\w*|sleep\w*|pause\w*|after)\s+(?:for\s+)?(?:about\s+|~)?(\d+(?:\.\d+)?\s*"
+    r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h))\b",
+    re.I,
+)
+_TAKES = re.compile(
+    r"\b(?:takes?|took|adds?|lasts?|runs? for|needs?)\s+(?:about\s+|around\s+|~)?(\d+(?:\.\d+)?"
+    r"\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m))\b|~(\d+(?:\.\d+)?\s*(?:min\w*|h\w*))",
+    re.I,
+)
+
+
+def _ready_at(procedure: Procedure) -> int | None:
+    """When the procedure says it is done, as a time of day (the last one it gives)."""
+    found = None
+    for step in procedure.steps:
+        for match in _END.finditer(f"{step.action} {step.detail}"):
+            found = schedule.clock(match.group(1))
+    return found
+
+
+def _runs_at(dependent: Procedure) -> int | None:
+    """The time of day the dependent runs: its trigger, or a step that says "at 04:00"."""
+    texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
+    for text in texts:
+        if text and re.search(r"\b(?:at|daily|every|cron)\b", text, re.I):
+            at = schedule.clock(text)
+            if at is not None:
+                return at
+    return None
+
+
+def _stated_minutes(procedure: Procedure) -> float:
+    total = 0.0
+    for step in procedure.steps:
+        for match in _TAKES.finditer(f"{step.action} {step.detail}"):
+            total += schedule.duration(match.group(1) or match.group(2)) or 0.0
+    return total
+
+
+def _waits(dependent: Procedure) -> float | None:
+    """A fixed wait of the dependent after the revised procedure starts, in minutes."""
+    when = schedule.schedule(dependent.trigger)
+    if when is not None and when.moment is not None and when.moment.frame == "offset":
+        return when.moment.minutes
+    if dependent.steps:
+        match = _WAIT.search(f"{dependent.steps[0].action} {dependent.steps[0].detail}")
+        if match:
+            return schedule.duration(match.group(1))
+    return None
+
+
+def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """The revised procedure is now done after the time the dependent runs (a clock time or
+    a fixed wait after it starts), where it used to be done before."""
+    before, after, other = old.procedure, revision.procedure, dependent.procedure
+    old_at, new_at, due = _ready_at(before), _ready_at(after), _runs_at(other)
+    if old_at is not None and new_at is not None and due is not None and old_at <= due < new_at:
+        return [_late(dependent, f"done by {_hhmm(new_at)} (was {_hhmm(old_at)})", _hhmm(due))]
+    wait = _waits(other)
+    old_total, new_total = _stated_minutes(before), _stated_minutes(after)
+    if wait is not None and new_total > old_total and old_total <= wait < new_total:
+        said = f"about {new_total:g} minutes of stated work (was {old_total:g})"
+        return [_late(dependent, said, f"{wait:g} minutes after it starts")]
+    return []
+
+
+def _hhmm(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _late(dependent: Facts, what: str, due: str) -> Finding:
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="later_output",
+        detail=f"the revised procedure is now {what}; the dependent runs at {due}",
+        evidence={"revision": what, "dependent": due},
+    )

@@ -92,6 +92,43 @@ def step_stems(clauses: list[Clause]) -> list[str]:
     return stems
 
 
+_RELATIVE = lx.words("that which who whose where when")
+
+
+def target(clause: Clause) -> tuple[list[str], str] | None:
+    """The thing a prohibition is about, as (qualifiers, head): the last phrase after a
+    preposition ("to release branches" -> (["releas"], "branch")), up to a relative clause."""
+    words: list[str] = []
+    for token in clause.tokens:
+        if token.kind == "word" and token.lower in _RELATIVE:
+            break
+        words.append(token.lower)
+    start = max((i for i, w in enumerate(words) if w in _PREPOSITIONS), default=-1)
+    phrase = [w for w in words[start + 1 :] if w not in lx.STOPWORDS and w.isalpha()]
+    if start < 0 or not phrase:
+        return None
+    return [stem(w) for w in phrase[:-1]], stem(phrase[-1])
+
+
+def _other_target(rule: Clause, clauses: list[Clause]) -> bool:
+    """The dependent does the forbidden thing to another object of the same kind: "never push
+    to release branches" and "push to the gh-pages branch"."""
+    wanted = target(rule)
+    if wanted is None or not wanted[0]:
+        return False
+    qualifiers, head = wanted
+    for clause in clauses:
+        stems = [stem(t.lower) for t in clause.tokens if t.kind in ("word", "path")]
+        for i, word in enumerate(stems):
+            if equivalent(word, head) and i > 0:
+                before = stems[i - 1]
+                if before not in lx.STOPWORDS and not any(
+                    equivalent(before, q) for q in qualifiers
+                ):
+                    return True
+    return False
+
+
 def _runs_inside(span: schedule.Window, clauses: list[Clause]) -> bool:
     """A time window ("not on Fridays after 15:00") is broken by a step that runs inside it
     ("schedule: every Friday at 16:00")."""
@@ -109,7 +146,7 @@ def violated_prohibitions(
             if span is not None and surface.shared:
                 if not _runs_inside(span, clauses):
                     continue
-            elif not covered(terms, step_stems(clauses)):
+            elif not covered(terms, step_stems(clauses)) or _other_target(rule, clauses):
                 continue
             text = ", ".join(c.text for c in clauses)
             findings.append(

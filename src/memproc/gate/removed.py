@@ -6,15 +6,19 @@ reads `analytics.billing.invoices`; `customer_email` left the payload `{order_id
 the dependent reads `event.detail.customer_email`; the label `path` left
 `http_requests_total{method, path, code}` while the dependent filters on it.
 
-Only an identifier the old version produced (named by a producing step, or a member of a
-list it builds) or replaced (the same step now names a new identifier of the same kind) is
-reported: one the old version merely read stays where it was for the dependent to read.
+An identifier the revision names only to take it away ("decommission X", "RENAME COLUMN X
+TO Y", "X removed") counts as gone. Only an identifier the old version produced (named by a
+producing step, or a member of a list it builds) or replaced (the same step now names a new
+identifier of the same kind) is reported: one the old version merely read stays where it
+was for the dependent to read.
 """
 
 from __future__ import annotations
 
+import re
+
 from memproc.gate import identifiers, sequence
-from memproc.gate.facts import Facts, is_producer
+from memproc.gate.facts import Facts, demand_texts, is_producer
 from memproc.gate.identifiers import Identifier
 from memproc.gate.model import Finding
 
@@ -55,10 +59,38 @@ def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
     return None
 
 
+_REMOVAL = (
+    r"(?:remov|delet|drop|decommission|retir|deprecat|revok|disabl|renam|replac|shut\s*down)"
+    r"\w*"
+)
+
+
+def _removed_in(text: str, ident: Identifier) -> bool:
+    """The text names the identifier only to take it away: "decommission X", "RENAME
+    COLUMN X TO Y", "(X removed ...)", "X is no longer set"."""
+    name = re.escape(ident.text)
+    before = rf"\b{_REMOVAL}\s+(?:the\s+|a\s+)?(?:[\w-]+\s+)?{name}(?![\w.-])"
+    after = (
+        rf"(?<![\w.-]){name}\s+(?:[\w-]+\s+)?(?:(?:is|are|was|were|has been|have been)\s+)?"
+        rf"(?:{_REMOVAL}\b|gone\b|no longer\b)"
+    )
+    return bool(re.search(before, text, re.I) or re.search(after, text, re.I))
+
+
+def _kept(revision: Facts) -> list[Identifier]:
+    """Identifiers the revision still names other than to remove them."""
+    found = []
+    texts = [t for _, t in revision.texts] + list(demand_texts(revision.procedure))
+    for text in texts:
+        for ident in identifiers.find(text):
+            if ident.kind in _KINDS and not _removed_in(text, ident):
+                found.append(ident)
+    return found
+
+
 def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     before, after = _by_step(old), _by_step(revision)
-    everything_after = [i for step in after for i in step]
-    everything_after += [i for i in revision.precondition_identifiers if i.kind in _KINDS]
+    everything_after = _kept(revision)
     pairing = sequence.pair(old.procedure, revision.procedure)
     findings: list[Finding] = []
     reported: set[str] = set()

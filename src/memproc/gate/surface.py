@@ -28,7 +28,7 @@ from memproc.gate import identifiers, names, values
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Procedure
-from memproc.gate.text import tokenize
+from memproc.gate.text import Token, tokenize
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 # Artifact kinds that name a resource a procedure works on (not a flag or a chat channel).
@@ -124,7 +124,8 @@ def _shared_entities(
     found = set()
     for a in mine:
         for b in theirs:
-            if names.same_system(a, b, aliases) and (corroborated or not _ambiguous_pair(a, b)):
+            linked = corroborated or not _ambiguous_pair(a, b)
+            if linked and names.same_system(a, b, aliases) and not _disowned(b, dependent):
                 found.add(norm_entity(a))
     for a in mine:
         if _named_as_entity(a, dependent, aliases):
@@ -133,6 +134,43 @@ def _shared_entities(
         if _named_as_entity(b, old, aliases) or _named_as_entity(b, revision, aliases):
             found.add(norm_entity(b))
     return found
+
+
+def _disowned(name: str, facts: Facts) -> bool:
+    """The procedure lists the entity but its steps only say they keep away from it ("we do
+    not touch Redis here", "bypasses Kong entirely", "instead of Redis"): every mention
+    follows a negation with at most a verb of contact between."""
+    wanted = norm_entity(name)
+    seen = False
+    for clause in facts.step_clauses:
+        tokens = clause.tokens
+        for i, token in enumerate(tokens):
+            if norm_entity(token.text) != wanted:
+                continue
+            seen = True
+            if not _kept_away(tokens[max(0, i - 4) : i]):
+                return False
+    return seen
+
+
+# Verbs of contact and their articles, between a negation and what it keeps away from.
+_CONTACT = lx.words(
+    "touch touches use uses call calls access hit go goes through via the a an to talk"
+)
+
+
+def _kept_away(before: list[Token]) -> bool:
+    words = [t.lower for t in before]
+    while words and words[-1] in _CONTACT:
+        words.pop()
+    if not words:
+        return False
+    last = words[-1]
+    return (
+        last in lx.NEGATORS
+        or last.endswith("n't")
+        or words[-2:] in (["instead", "of"], ["rather", "than"])
+    )
 
 
 def _ambiguous_pair(a: str, b: str) -> bool:
@@ -262,6 +300,7 @@ def probe_keys(old: Procedure, revision: Procedure, aliases: Aliases | None = No
         keys |= {f"entity:{phrase}" for phrase in _phrases(facts, version.name)}
         keys |= {f"consumes:{p.id}" for p in version.produces}
         keys.add(f"from:{norm_entity(version.name)}")
+        keys |= {f"term:{word}" for word in _object_words(version.name)}
     for change in values.changed(old, revision):
         if values.distinctive(change.old):
             keys.add(f"term:{norm_entity(change.old.split()[0])}")  # a dependent naming it
@@ -294,6 +333,13 @@ def _words(facts: Facts) -> set[str]:
                 if word not in lx.STOPWORDS:
                     found.add(word)
     return found
+
+
+def _object_words(name: str) -> list[str]:
+    """The words of what a procedure's name is about ("compute daily aggregates": daily,
+    aggregates), when the name has a verb and an object of two words or more."""
+    rest = [w for w in norm_entity(name).split()[1:] if w not in lx.STOPWORDS]
+    return rest if len(rest) >= 2 else []
 
 
 def _phrases(facts: Facts, name: str) -> set[str]:

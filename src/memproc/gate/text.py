@@ -31,6 +31,11 @@ _TOKEN = re.compile(
     re.X,
 )
 # "100 requests/min" is a rate, not a path: rewritten to "100 requests per min" first.
+_VOWEL = re.compile(r"[aeiouy]")
+# Phrasal verbs written as one word elsewhere: "back up" is "backup".
+_PHRASAL = re.compile(
+    r"\b(back|sign|log|roll|set|clean|shut|spin|tear)\s+(up|off|in|out|back|down)\b", re.I
+)
 _PER_UNIT = re.compile(r"(\w)/(s|sec|second|min|minute|h|hr|hour|d|day)\b", re.I)
 # A colon is no break: it introduces a value ("idle_timeout: 30s") or a list.
 _CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")"})
@@ -69,18 +74,19 @@ def stem(word: str) -> str:
     prefix (see `same_stem`), so what this leaves need not be a word."""
     word = word.lower().strip("'")
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+        rest = word[: -len(suffix)]
+        if word.endswith(suffix) and len(rest) >= 3 and _VOWEL.search(rest):
+            return rest  # "https" keeps its "s": "http" has no vowel, it is an acronym
     return word
 
 
 def same_stem(a: str, b: str) -> bool:
-    """Stems match when equal, or when the shorter (at least 4 letters) begins the longer:
+    """Stems match when equal, or when the shorter (at least 5 letters) begins the longer:
     "regist" (register) and "registr" (registry)."""
     if a == b:
         return True
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= 4 and long_.startswith(short)
+    return len(short) >= 5 and long_.startswith(short)
 
 
 def _synonym_stems() -> list[frozenset[str]]:
@@ -208,6 +214,7 @@ def _continues_list(clause: Clause) -> bool:
 
 def tokenize(text: str) -> list[Token]:
     text = _PER_UNIT.sub(r"\1 per \2", text)
+    text = _PHRASAL.sub(r"\1\2", text)
     tokens = []
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup or "word"
