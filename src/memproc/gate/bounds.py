@@ -63,6 +63,10 @@ def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity 
     best = max(found, key=lambda q: q.value)
     if best.dimension == "count":
         for word in unit_words:
+            if word in LOWER_WORDS or word in UPPER_WORDS:
+                continue  # "min" in min_length is a minimum, not minutes
+            if word in units.PERIOD_ADVERBS:  # --keep-daily 90: 90 days
+                return units.Quantity("time", best.value * units.PERIOD_ADVERBS[word], best.text)
             measured = units.unit(word, memory=memory)
             if measured is not None:
                 return units.Quantity(measured[0], best.value * measured[1], best.text)

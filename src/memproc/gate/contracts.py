@@ -51,7 +51,7 @@ def decide(
         found, open_question = _output(old, revision, dependent, consumed)
         findings += found
         undecided += open_question
-    findings += _bound_preconditions(old, revision, dependent, bool(inputs))
+    findings += _bound_preconditions(old, revision, dependent, inputs)
     return findings, ([] if findings else undecided)
 
 
@@ -216,8 +216,14 @@ def _same(a: str, b: str) -> bool:
 # -- preconditions with a reach ------------------------------------------------------------------
 
 
+def _consumes_named(text: str, revision: Procedure, inputs: list[Consumed]) -> bool:
+    """A consumer-bound precondition that names outputs binds the consumers of those."""
+    named = {p.id for p in revision.produces if p.id in text}
+    return bool(inputs) and (not named or any(c.id in named for c in inputs))
+
+
 def _bound_preconditions(
-    old: Procedure, revision: Procedure, dependent: Procedure, consumes: bool
+    old: Procedure, revision: Procedure, dependent: Procedure, inputs: list[Consumed]
 ) -> list[Finding]:
     """New preconditions that reach the dependent (by declared or inferred `binds`) and that
     it does not meet, or whose prohibition it breaks."""
@@ -228,7 +234,9 @@ def _bound_preconditions(
         if text in demand_texts(old):
             continue
         binds, inferred = reach.binds_of(revision, text)
-        if binds == "self" or (binds == "consumers" and not consumes):
+        if binds == "self" or (
+            binds == "consumers" and not _consumes_named(text, revision, inputs)
+        ):
             continue
         label = f"{binds} (inferred)" if inferred else binds
         for finding in _against(text, f"precondition {number}", old_facts, dependent_facts):

@@ -197,18 +197,21 @@ def _is_unit_or_limit(term: str) -> bool:
 def permission_level(clause: Clause, unit: list[str]) -> int | None:
     """The access level a clause grants, when its unit speaks of a credential's permission:
     "add the deploy key, read-only access now" -> 1."""
-    words = [t.lower for t in clause.words if not t.negated]
+    words = [w for t in clause.words if not t.negated for w in t.lower.split("_")]
     subjects = {stem(w) for w in lx.PERMISSION_SUBJECTS}
     if not (set(words) & lx.PERMISSION_SUBJECTS or subjects & set(unit)):
         return None
     for i, word in enumerate(words):
         if word in _PERMISSION_WORD:
             return _PERMISSION_WORD[word]
-        following = words[i + 1] if i + 1 < len(words) else ""
-        qualified = following in ("access", "permission", "permissions", "scope", "role", "only")
+        following = words[i + 1 : i + 3]  # "read access", "read_api scope"
+        qualified = bool(set(following) & _QUALIFIERS)
         if word in lx.PERMISSION_LEVELS and qualified:
             return lx.PERMISSION_LEVELS[word]
     return None
+
+
+_QUALIFIERS = lx.words("access permission permissions scope scopes role only")
 
 
 def prohibited_terms(clause: Clause) -> list[str]:

@@ -97,15 +97,14 @@ def undecided(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -
 def relied_on_values(
     old: Facts, revision: Facts, dependent: Facts, surface: Surface
 ) -> list[Finding]:
-    """A setting's old value the dependent names (not negated), and not its new one."""
+    """A setting's old value the dependent relies on: it sets or expects the same key at the
+    old value, or names a distinctive old value (not negated) and not the new one."""
+    theirs = {(s.key, _first(s.value)) for s in values.settings(dependent.procedure)}
     findings = []
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
-        if not values.distinctive(before) or _VERSION.match(before) or before.isdigit():
-            continue
-        if not (surface.shared or _shares_name_word(revision, dependent)):
-            continue
-        if _names(dependent, before) and not _names(dependent, after):
+        same_key = (change.key, before) in theirs and surface.shared
+        if same_key or _named_value(change, revision, dependent, surface):
             findings.append(
                 Finding(
                     dependent_id=dependent.procedure.id,
@@ -118,6 +117,17 @@ def relied_on_values(
                 )
             )
     return findings
+
+
+def _named_value(
+    change: values.Change, revision: Facts, dependent: Facts, surface: Surface
+) -> bool:
+    before, after = _first(change.old), _first(change.new)
+    if not values.distinctive(before) or _VERSION.match(before) or before.isdigit():
+        return False
+    if not (surface.shared or _shares_name_word(revision, dependent)):
+        return False
+    return _names(dependent, before) and not _names(dependent, after)
 
 
 def _names(facts: Facts, value: str) -> bool:

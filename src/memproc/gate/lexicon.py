@@ -79,7 +79,7 @@ WRITE_VERBS = words(
     insert inserts upload uploads deploy deploys publish publishes merge merges tag tags
     modify modifies apply applies migrate migrates truncate truncates put puts commit commits
     overwrite overwrites remove removes rotate rotates edit edits patch patches grant grants
-    release releases force"""
+    release releases force post posts"""
 )
 
 # Added steps of these kinds tell people or try again: they demand nothing of a dependent.

@@ -133,7 +133,14 @@ def _shared_entities(
     for b in theirs:
         if _named_as_entity(b, old, aliases) or _named_as_entity(b, revision, aliases):
             found.add(norm_entity(b))
-    return found
+    kept_away = {norm_entity(b) for b in theirs if _disowned(b, dependent)}
+    kept_away |= {
+        norm_entity(a)
+        for a in mine
+        for b in theirs
+        if norm_entity(b) in kept_away and names.same_system(a, b, aliases)
+    }
+    return found - kept_away
 
 
 def _disowned(name: str, facts: Facts) -> bool:

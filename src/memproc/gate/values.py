@@ -100,7 +100,8 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
         found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
     pair = _KEY_VALUE.search(segment)
     if pair and not segment.lstrip().startswith("-"):
-        key = _last_words(pair["key"])
+        # "key: value" may have a key of words ("delete after: 30d"); "key=value" has one name
+        key = _last_words(pair["key"]) if pair["op"] == ":" else pair["key"].split()[-1]
         if key and key.split()[-1].lower() not in lx.STOPWORDS:
             value = _clean(pair["value"])
             found.append(Setting(normalize_key(key), value, where, segment, key))
