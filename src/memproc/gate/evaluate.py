@@ -87,9 +87,9 @@ class _Reading:
         old, new = self.old, self.new
         dependent = Facts.read(candidate)
         surface = shared_surface(old, new, dependent, self.signals.aliases)
-        findings = knowledge.relied_on_values(old, new, dependent, surface)
-        if surface.shared:
-            findings += self._shared(dependent, surface)
+        findings = self._shared(dependent, surface) if surface.shared else []
+        if not findings:  # a value the dependent relies on, when no more specific rule spoke
+            findings = knowledge.relied_on_values(old, new, dependent, surface)
         if findings:
             return findings, []
         question = knowledge.undecided(old, new, dependent, surface)
