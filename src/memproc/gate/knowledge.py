@@ -44,12 +44,18 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
             "." in before + after
             or before.startswith("v")
             or bool(set(change.words) & _VERSION_KEYS)
-            or change.name[:1].isupper()  # "Node 18", "Python 3": a product and its version
+            or _product(change.name)  # "Node 18", "JDK 17": a product and its version
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
         if (versioned or tagged) and not _local(revision, change.where):
             found.append(change)
     return found
+
+
+def _product(name: str) -> bool:
+    """A product's name: a capitalized word ("Node", "OpenSSL", "JDK"), not a setting's key
+    ("SESSION_COOKIE_AGE")."""
+    return name[:1].isupper() and name.isalpha() and (not name.isupper() or len(name) <= 5)
 
 
 def _is_image(change: values.Change) -> bool:

@@ -69,7 +69,7 @@ PRODUCER_VERBS = words(
     defines defined expose exposes exposed release releases released deploy deploys
     deployed serve serves served post posts posted package packages packaged archive
     archives archived compile compiles compiled snapshot snapshots bundle bundles materialize
-    materializes materialized"""
+    materializes materialized ship ships shipped"""
 )
 
 # Verbs that need write permission: a dependent doing one with a credential made read-only
@@ -119,6 +119,7 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     words("approve approval approved signoff sign-off"),
     words("download pull fetch retrieve"),
     words("column field attribute"),
+    words("lower reduce decrease drop cut shorten"),
 )
 
 FORMATS = words(

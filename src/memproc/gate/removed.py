@@ -18,12 +18,14 @@ from __future__ import annotations
 import re
 
 from memproc.gate import identifiers, sequence
+from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts, demand_texts, is_producer
 from memproc.gate.identifiers import Identifier
-from memproc.gate.model import Finding
+from memproc.gate.model import Finding, Step
 
-# Kinds worth comparing: names of resources and members of lists (not flags or keys).
-_KINDS = identifiers.NAMING_KINDS | {"member"}
+# Kinds worth comparing: names of resources, members of lists, and flags (a flag is part of
+# a command's interface when the dependent runs the same command).
+_KINDS = identifiers.NAMING_KINDS | {"member", "flag"}
 
 
 def _by_step(facts: Facts) -> list[list[Identifier]]:
@@ -54,6 +56,8 @@ def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
         elif ident.kind == "member":
             if other.parts and other.parts[-1] == ident.norm and "_" in ident.norm:
                 return other  # event.detail.customer_email reads the member customer_email
+        elif ident.kind == "flag" or other.kind == "flag":
+            continue  # flags are compared by _same_command
         elif identifiers.same(ident, other):
             return other
     return None
@@ -101,6 +105,8 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
             if ident.norm in reported or any(_matches(ident, n) for n in everything_after):
                 continue
             used = _used_by(ident, dependent)
+            if ident.kind == "flag":
+                used = _same_command(ident, old.procedure.steps[index], dependent)
             if used is None:
                 continue
             new = [
@@ -113,6 +119,28 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
             reported.add(ident.norm)
             findings.append(_finding(old, index, ident, new, used, dependent))
     return findings
+
+
+def _same_command(flag: Identifier, step: Step, dependent: Facts) -> Identifier | None:
+    """The dependent passes the same flag to the same command: a step naming the flag and a
+    word of the old step's command line ("acme-cli ... --json")."""
+    words = _command_words(f"{step.action} {step.detail}")
+    for clause in dependent.step_clauses:
+        found = [
+            i for i in identifiers.find(clause.text) if i.kind == "flag" and i.norm == flag.norm
+        ]
+        if found and words & _command_words(clause.text):
+            return found[0]
+    return None
+
+
+def _command_words(text: str) -> set[str]:
+    """Names in a command line that are not flags or common words: tools and subcommands."""
+    return {
+        w.lower()
+        for w in re.findall(r"(?<![-\w])[a-z][\w.-]{2,}", text)
+        if w.lower() not in lx.STOPWORDS and w.lower() not in lx.GENERIC_VERBS and "-" in w
+    }
 
 
 def _produced(old: Facts, index: int, ident: Identifier) -> bool:
