@@ -249,3 +249,10 @@ def test_malformed_contracts_are_invalid_params(
     params = {"scope": SCOPE, "name": "p", "steps": steps("a"), field: value}
     data = assert_error(server.call("procedure.create", params), -32602)
     assert data["path"].startswith(path)
+
+
+def test_entity_alias_files_names_and_rejects_bad_params(server: Client) -> None:
+    result = server.result("entity.alias", {"scope": SCOPE, "name": "K8s Prod", "aliases": ["kp"]})
+    assert result == {"name": "k8s prod", "aliases": ["kp"]}
+    assert_error(server.call("entity.alias", {"scope": SCOPE, "name": "x", "aliases": []}), -32602)
+    assert_error(server.call("entity.alias", {"name": "x", "aliases": ["y"], "z": 1}), -32602)

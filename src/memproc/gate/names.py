@@ -121,6 +121,18 @@ def canonical(name: str, extra: Mapping[str, Iterable[str]] | None = None) -> fr
     return frozenset(found | {FAMILIES[n] for n in found if n in FAMILIES})
 
 
+def other_names(name: str, extra: Mapping[str, Iterable[str]] | None = None) -> set[str]:
+    """A scope's aliases of `name`, read both ways (the entity's aliases, or the entity and
+    its other aliases when `name` is itself an alias)."""
+    key = norm(name)
+    found: set[str] = set()
+    for entity, others in (extra or {}).items():
+        names = {norm(entity), *(norm(o) for o in others)}
+        if key in names:
+            found |= names
+    return found - {key}
+
+
 def systems(name: str, extra: Mapping[str, Iterable[str]] | None = None) -> frozenset[str]:
     """The systems a name stands for itself, without the families they belong to."""
     return frozenset(n for n in canonical(name, extra) if not _is_family_only(name, n, extra))

@@ -188,7 +188,7 @@ def _ambiguous_pair(a: str, b: str) -> bool:
 def _named_as_entity(name: str, facts: Facts, aliases: Aliases) -> bool:
     """`name` (or an unambiguous other name of it) is written in the procedure's text as a
     name or a command, not as an everyday word."""
-    spellings = {name, *(aliases.get(norm_entity(name), ()))}
+    spellings = {name, *names.other_names(name, aliases)}
     if not names.ambiguous(name):
         spellings |= {s for s in names.short_names(name) if not names.ambiguous(s)}
     return any(_written_as_name(s, facts) for s in spellings if norm_entity(s))
@@ -297,7 +297,7 @@ def probe_keys(old: Procedure, revision: Procedure, aliases: Aliases | None = No
         facts = Facts.read(version)
         spelled = set(entities(version))
         for name in _declared(version):
-            spelled |= names.expansions(name) | set((aliases or {}).get(norm_entity(name), ()))
+            spelled |= names.expansions(name) | names.other_names(name, aliases)
             keys |= {f"entity:{s}" for s in names.canonical(name, aliases)}
         spelled = {norm_entity(s) for s in spelled if norm_entity(s)}
         keys |= {f"entity:{name}" for name in spelled}

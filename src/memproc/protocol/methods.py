@@ -14,6 +14,7 @@ import msgspec
 
 from memproc.ops import (
     checkpoint,
+    entities,
     evidence,
     lifecycle,
     memory,
@@ -163,6 +164,13 @@ METHODS: tuple[Method, ...] = (
             writes=True,
         ),
         Method("procedure.audit", pm.AuditParams, pm.AuditResult, procedure_review.audit),
+        Method(
+            "entity.alias",
+            pm.EntityAliasParams,
+            pm.EntityAliasResult,
+            entities.alias,
+            writes=True,
+        ),
     ),
 )
 

@@ -255,6 +255,20 @@ class EvolveProcedureResult(Result, kw_only=True):
     undecided: list[UndecidedPair] = msgspec.field(default_factory=list)
 
 
+class EntityAliasParams(Params, kw_only=True):
+    """Other names of an entity in a scope ("k8s" and "kube" for Kubernetes). The gate looks
+    a revision's dependents up under them too, and counts them as the entity's own names."""
+
+    scope: Scope | None = None
+    name: Name
+    aliases: Annotated[list[Name], Meta(min_length=1, max_length=64)]
+
+
+class EntityAliasResult(Result, kw_only=True):
+    name: str  # normalized: lowercase words
+    aliases: list[str]  # every alias the entity has in the scope now, normalized
+
+
 class RecordEpisodeParams(Params, kw_only=True):
     scope: Scope | None = None
     procedure_id: ProcedureId | None = None
