@@ -1,8 +1,8 @@
 """Limits a revision tightens, and dependents that need what the new limit cuts off.
 
 A bound is a setting or a sentence about a maximum or a minimum: a key or a step with a
-bound word (`idle_timeout: 2m`, `maxReplicas: 20`, `delete after: 30d`, "max 100 requests
-per minute") and a quantity (see `units`). It is tightened when the same setting, or the
+bound word (`read_timeout: 45s`, `maxWorkers: 12`, `expire after: 60d`, "at most 40 jobs
+an hour") and a quantity (see `units`). It is tightened when the same setting, or the
 same step reworded, now allows less: a lower maximum, a higher minimum. Between the two
 values lies what the revision newly forbids; a dependent that needs a quantity in that band
 (of the same dimension, in one of its steps) worked before and does not now. A quantity
@@ -55,8 +55,8 @@ def direction(words: list[str], text: str = "") -> Direction | None:
 
 
 def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity | None:
-    """The largest quantity in a value ("0..100MB" -> 100 MB); a bare number takes a unit
-    from its key ("timeout_minutes: 30")."""
+    """The largest quantity in a value ("0..250MB" -> 250 MB); a bare number takes a unit
+    from its key ("ttl_hours: 6")."""
     found = [q for q in units.scan(text, memory=memory) if q.dimension != "period"]
     if not found:
         return None
@@ -64,8 +64,8 @@ def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity 
     if best.dimension == "count":
         for word in unit_words:
             if word in LOWER_WORDS or word in UPPER_WORDS:
-                continue  # "min" in min_length is a minimum, not minutes
-            if word in units.PERIOD_ADVERBS:  # --keep-daily 90: 90 days
+                continue  # "min" in min_size is a minimum, not minutes
+            if word in units.PERIOD_ADVERBS:  # --keep-weekly 8: 8 weeks
                 return units.Quantity("time", best.value * units.PERIOD_ADVERBS[word], best.text)
             measured = units.unit(word, memory=memory)
             if measured is not None:
@@ -121,7 +121,7 @@ def _from_steps(old: Procedure, revision: Procedure) -> list[Bound]:
 
 
 def _prose_words(text: str) -> list[str]:
-    """The words of a sentence without its quantities: "60 requests/min" holds no "min"."""
+    """The words of a sentence without its quantities: "20 jobs/min" holds no "min"."""
     text = re.sub(r"\d+(?:[.,]\d+)?\s*[a-z]*", " ", text.lower())
     text = re.sub(
         r"(?:/|\bper\s+|\ba\s+)(?:second|sec|s|minute|min|m|hour|hr|h|day|d)\b", " ", text

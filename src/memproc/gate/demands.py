@@ -1,16 +1,16 @@
 """New demands a revision makes of whatever shares its surface: preconditions and prohibitions.
 
 A precondition is read clause by clause: a clause that forbids is a prohibition (judged as
-one, see `prohibitions`), a clause that only gives a reason ("so retries are safe", "delivery
-is at-least-once") is dropped, the rest is the demand. A demand is new when neither the old
+one, see `prohibitions`), a clause that only gives a reason ("so reruns stay cheap", "the
+queue is shared") is dropped, the rest is the demand. A demand is new when neither the old
 preconditions nor the old steps already met it.
 
 It is the dependent's problem only when it reaches the dependent (see `reach`): a declared
-`binds`, or a subject that speaks for others ("every workflow must..."), reaches; otherwise
-the demand binds the procedures sharing the surface, except when it is local to the
-revision: about resources only the revision touches, located on a host or machine the
-dependent never names ("on the build agents"), or a setting of a command the dependent never
-runs (`--executor-memory 8g` of the revision's own `spark-submit`). A notification demands
+`binds`, or a subject that speaks for others ("every job must..."), reaches; otherwise the
+demand binds the procedures sharing the surface, except when it is local to the revision:
+about resources only the revision touches, located on a host or machine the dependent never
+names ("on the render farm"), or a setting of a command the dependent never runs
+(`--threads 16` of the revision's own `encode-video`). A notification demands
 nothing. The dependent meets a demand when one of its steps (action and detail, read as one)
 does it, in other words or with the same identifiers; a negated mention never meets one.
 """
@@ -49,7 +49,7 @@ _COPULAS = lx.words("is are was were be been being get gets got")
 ENVIRONMENT_NOUNS = lx.words(
     """host hosts machine machines runner runners agent agents node nodes server servers box
     boxes workstation workstations laptop laptops vm vms instance instances cluster clusters
-    executor executors worker workers fleet image"""
+    executor executors worker workers fleet farm"""
 )
 
 
@@ -117,7 +117,7 @@ def _reaching(binds: Binds) -> Binds | None:
 
 
 def _term(token: Token) -> str:
-    """A demand's term for a token: a hyphenated word is one term ("sign-off")."""
+    """A demand's term for a token: a hyphenated word is one term ("opt-in")."""
     word = token.lower
     if word in lx.STOPWORDS or word in _QUANTIFIERS or word in _POPULATION:
         return ""
@@ -147,7 +147,8 @@ def _gives_reason(clause: Clause) -> bool:
 
 
 def _before_anchor(clause: Clause) -> list[Token]:
-    """A clause cut at its first anchor word: "run migrations before push" -> "run migrations"."""
+    """A clause cut at its first anchor word: "warm the cache before cutover" -> "warm the
+    cache"."""
     head: list[Token] = []
     for token in clause.tokens:
         if token.kind == "word" and token.lower in lx.ANCHORS and head:
@@ -157,8 +158,8 @@ def _before_anchor(clause: Clause) -> list[Token]:
 
 
 def _without_subject(tokens: list[Token]) -> list[Token]:
-    """A subject that only says who must comply ("every workflow must", "consumers") is no
-    part of what is demanded."""
+    """A subject that only says who must comply ("every job must", "readers") is no part of
+    what is demanded."""
     words = [t.lower for t in tokens]
     for i, word in enumerate(words[:5]):
         if word in ("must", "should", "shall", "need", "needs"):
@@ -167,7 +168,7 @@ def _without_subject(tokens: list[Token]) -> list[Token]:
                 return tokens[i + 1 :]
             return tokens
     if words and words[0] in _POPULATION:
-        # "everyone in this project pulls...": the population and where it lives
+        # "everybody on this team signs...": the population and where it lives
         rest = 1
         if len(words) > 3 and words[1] in ("in", "of", "on") and words[2] in _DETERMINERS:
             rest = 4
@@ -197,7 +198,7 @@ def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -
     have = [t for t in d.terms if any(equivalent(t, s) for s in stems)]
     matched = [i for i in d.idents if any(identifiers.same(i, o) for o in idents or [])]
     if d.verb is not None and d.verb not in have and d.verb in d.terms:
-        return False  # "lock gs://logs" is not met by reading gs://logs
+        return False  # "seal /vault/keys" is not met by reading /vault/keys
     what = [i for i in d.idents if i.kind not in _PLACES]
     if what and all(i in matched for i in what):
         return True  # the same names: exactly what was asked for
@@ -231,7 +232,7 @@ def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
 
 def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     """Preconditions of the revision that the old version neither stated nor did, plus added
-    steps that declare a requirement ("the bucket now enforces encryption")."""
+    steps that declare a requirement ("the proxy now requires mutual TLS")."""
     explicit = []
     for i, text in enumerate(demand_texts(revision.procedure), start=1):
         d = demand(text, f"precondition {i}")
@@ -254,7 +255,7 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
 
 def _already(d: Demand, old: Facts) -> bool:
     """Met by the old version's steps, or restated from one of its preconditions (in other
-    words: a restatement may change the verb, "back up" to "export a backup")."""
+    words: a restatement may change the verb, "archive the logs" to "keep a log archive")."""
     if met_by(d, old):
         return True
     loose = Demand(d.text, d.source, d.terms, None, d.artifacts, d.idents, d.whole, d.binds)
@@ -289,12 +290,12 @@ def local_to_revision(d: Demand, revision: Facts, dependent: Facts, surface: Sur
 
 def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     """About resources only the revision touches, and naming none of the shared entities:
-    "clean ./build before compiling" asks nothing of a procedure that never uses ./build."""
+    "empty ./tmp/render first" asks nothing of a procedure that never uses ./tmp/render."""
     if not d.artifacts or d.artifacts & dependent.mentioned:
         return False
     mine = identifiers.find(d.text)
     if any(identifiers.same(a, b) for a in mine for b in dependent.identifiers):
-        return False  # b2://offsite is where the dependent writes b2://offsite/crm/
+        return False  # ftp://drop is where the dependent writes ftp://drop/in/
     return not names_entity(d.text, surface.entities)
 
 
@@ -304,7 +305,7 @@ _ON_PLACE = re.compile(
 
 
 def _elsewhere(d: Demand, dependent: Facts, surface: Surface) -> bool:
-    """Located on a host or machine ("on the Mac mini", "the build host must") that the
+    """Located on a host or machine ("on the render farm", "the packaging box must") that the
     dependent never names: a demand on that environment, not on the dependent."""
     places = _places(d.text)
     if not places:
@@ -343,8 +344,8 @@ def _places(text: str) -> list[str]:
 
 
 def _own_setting(d: Demand, revision: Facts, dependent: Facts) -> bool:
-    """The demand is a setting of one of the revision's own commands (`--executor-memory 8g`
-    of its `spark-submit`), and the dependent never runs that command."""
+    """The demand is a setting of one of the revision's own commands (`--worker-threads 16`
+    of its `encode-video`), and the dependent never runs that command."""
     for number, step in enumerate(revision.procedure.steps, start=1):
         command = _command_of(step.action)
         if command is None:
@@ -394,8 +395,8 @@ def unmet_preconditions(
 
 
 def context_names(procedure: Procedure) -> set[str]:
-    """Names every step of a procedure works under: its entities and its own name ("bundle
-    translations into the web app": each step is about translations)."""
+    """Names every step of a procedure works under: its entities and its own name ("publish
+    the price list": each step is about the price list)."""
     return entities(procedure) | {norm_entity(procedure.name)}
 
 

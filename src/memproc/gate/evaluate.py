@@ -100,7 +100,7 @@ class _Reading:
         added = self.added
         if surface.umbrella_only:
             # Disjoint resources under one entity: only a demand on the entity itself, or one
-            # whose subject reaches out to others ("every workflow must..."), reaches it.
+            # whose subject reaches out to others ("every job must..."), reaches it.
             added = [d for d in added if names_entity(d.text, surface.entities) or d.reaches]
         return [
             *demands.unmet_preconditions(added, new, dependent, surface, similarity),

@@ -104,7 +104,8 @@ class Facts:
     @cached_property
     def units(self) -> dict[str, list[Clause]]:
         """Clauses grouped by where they came from: a step's action and detail are one unit
-        ("keep artifacts in s3://ci", "retention 14 days": the subject is in the first)."""
+        ("keep reports in /srv/reports", "expire after 20 days": the subject is in the
+        first)."""
         grouped: dict[str, list[Clause]] = {}
         for clause in self.clauses:
             grouped.setdefault(clause.source, []).append(clause)
@@ -150,7 +151,7 @@ class Facts:
         found = []
         for clauses in self.units.values():
             subject = [s for c in clauses for s in c.stems()]
-            # the words inside names count: "roles/storage.objectCreator" speaks of a role
+            # the words inside names count: "policies/bucket.writerRole" speaks of a role
             subject += [
                 stem(w)
                 for c in clauses
@@ -196,7 +197,7 @@ def _is_unit_or_limit(term: str) -> bool:
 
 def permission_level(clause: Clause, unit: list[str]) -> int | None:
     """The access level a clause grants, when its unit speaks of a credential's permission:
-    "add the deploy key, read-only access now" -> 1."""
+    "issue the service token, read-only access" -> 1."""
     words = [w for t in clause.words if not t.negated for w in t.lower.split("_")]
     subjects = {stem(w) for w in lx.PERMISSION_SUBJECTS}
     if not (set(words) & lx.PERMISSION_SUBJECTS or subjects & set(unit)):
@@ -204,7 +205,7 @@ def permission_level(clause: Clause, unit: list[str]) -> int | None:
     for i, word in enumerate(words):
         if word in _PERMISSION_WORD:
             return _PERMISSION_WORD[word]
-        following = words[i + 1 : i + 3]  # "read access", "read_api scope"
+        following = words[i + 1 : i + 3]  # "read access", "read_repo scope"
         qualified = bool(set(following) & _QUALIFIERS)
         if word in lx.PERMISSION_LEVELS and qualified:
             return lx.PERMISSION_LEVELS[word]
@@ -217,9 +218,9 @@ _QUALIFIERS = lx.words("access permission permissions scope scopes role only")
 def prohibited_terms(clause: Clause) -> list[str]:
     """The content a prohibition forbids, or [] when the clause forbids nothing.
 
-    Forms: a leading negator or "never"/"avoid"/"stop" ("never force-push to main", "do not
-    write to the orders table", "no direct writes"), "must not", and passive states
-    ("classic tokens are deprecated", "no longer accepted")."""
+    Forms: a leading negator or "never"/"avoid"/"stop" ("never rewrite tags", "do not write
+    to the ledger table", "no manual edits"), "must not", and passive states ("basic auth is
+    deprecated", "no longer accepted")."""
     words = [t.lower for t in clause.words]
     while words and words[0] in ("and", "but", "or", "so"):
         words = words[1:]

@@ -1,18 +1,17 @@
 """Identifiers in step text: the names by which procedures share resources.
 
-Entities and prose miss most links between real procedures: they share `billing.invoices`,
-`customer_email`, `maxReplicas`, `max_client_conn = 150`, the host inside
-`jdbc:postgresql://pgb.internal:6432/app`, or `s3://lake/agg/{ds}/`. This module finds such
+Entities and prose miss most links between real procedures: they share `ledger.entries`,
+`shipment_id`, `maxWorkers`, `pool_size = 40`, the host inside
+`amqp://jobs@queue-2.internal:5672/`, or `gs://media/{day}/thumbs/`. This module finds such
 names by their shape alone (no word lists): URLs and the hosts in them, paths (with
-`{placeholders}`, `:params`, `<vars>` and `$VARS` read as wildcards), globs (`logs-*`
-matches `logs-default`), dotted names,
-snake_case, camelCase and PascalCase (a PascalCase word may also be a brand), kebab-case
-names holding a digit and Header-Case names, environment
-variables, flags, `key=value` keys, image names, and the members of a brace list
-(`http_requests_total{method, path, code}`: `path` is a member of the metric).
+`{placeholders}`, `:params`, `<vars>` and `$VARS` read as wildcards), globs (`audit-*`
+matches `audit-2024`), dotted names, snake_case, camelCase and PascalCase (a PascalCase
+word may also be a brand), kebab-case names holding a digit and Header-Case names,
+environment variables, flags, `key=value` keys, image names, and the members of a brace list
+(`queue_depth{region, tier}`: `tier` is a member of the metric).
 
-Normalized forms compare case-insensitively with `-` and `_` alike, so `Idempotency-Key`
-and `idempotency_key` are one name.
+Normalized forms compare case-insensitively with `-` and `_` alike, so `X-Request-Id` and
+`x_request_id` are one name.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def normalize(text: str) -> str:
 
 
 def split_words(name: str) -> list[str]:
-    """A name's words: `maxReplicas` -> max, replicas; `max_client_conn` -> max, client, conn."""
+    """A name's words: `maxWorkers` -> max, workers; `pool_size_max` -> pool, size, max."""
     words = []
     for chunk in re.split(r"[\s._/:=-]+", name):
         words += [w.lower() for w in _CAMEL_SPLIT.findall(chunk)]
@@ -180,8 +179,8 @@ CODE_KINDS = NAMING_KINDS - {"pascal"} | {"flag", "key"}
 
 def same(a: Identifier, b: Identifier) -> bool:
     """The same resource: equal names, one dotted name the tail of the other
-    (`billing.invoices`, `analytics.billing.invoices`; `customer_email`,
-    `event.detail.customer_email`), or one path or URL inside the other."""
+    (`ledger.entries`, `finance.ledger.entries`; `shipment_id`, `msg.body.shipment_id`), or
+    one path or URL inside the other."""
     if a.norm == b.norm:
         return True
     if "glob" in (a.kind, b.kind):
@@ -190,7 +189,7 @@ def same(a: Identifier, b: Identifier) -> bool:
     if a.kind in ("path", "url") and b.kind in ("path", "url"):
         left, right = _path_of(a), _path_of(b)
         if a.kind != b.kind and left and left == right:
-            return True  # GET /v1/orders and https://api.acme.com/v1/orders
+            return True  # GET /v3/parcels and https://api.example.org/v3/parcels
         return _within(a.norm, b.norm) or _within(b.norm, a.norm)
     return _tail(a.parts, b.parts) or _tail(b.parts, a.parts)
 

@@ -1,14 +1,15 @@
 """Changes only domain knowledge can judge, and values a dependent relies on by name.
 
 A new version of a component (a pinned package, a base image, a cluster or runtime version)
-may break a dependent that uses it, or not: numpy 2 drops old Pythons, a cluster upgrade
-removes beta APIs, a new base image ships a stricter OpenSSL. No rule here pretends to know
-which; when the dependent is linked to what changed and no rule decided, the pair is left
-undecided ("world_knowledge") for the client's judge, or the policy. A version installed
-for the procedure's own use ("install Node 20 with nvm") concerns only itself.
+may break a dependent that uses it, or not: a library's major version drops an old
+runtime, a platform upgrade removes a deprecated API, a new base image changes a default.
+No rule here pretends to know which; when the dependent is linked to what changed and no
+rule decided, the pair is left undecided ("world_knowledge") for the client's judge, or the
+policy. A version installed for the procedure's own use ("install Ruby 3.3 with rbenv")
+concerns only itself.
 
 A changed value the dependent names is decided, though: the revision moves a setting from
-RSA to ECDSA and the dependent says it validates RSA certificates.
+`gzip` to `zstd` and the dependent says it reads gzip.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
             "." in before + after
             or before.startswith("v")
             or bool(set(change.words) & _VERSION_KEYS)
-            or _product(change.name)  # "Node 18", "JDK 17": a product and its version
+            or _product(change.name)  # "Ruby 3", "PHP 8": a product and its version
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
         if (versioned or tagged) and not _local(revision, change.where):
@@ -53,8 +54,8 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
 
 
 def _product(name: str) -> bool:
-    """A product's name: a capitalized word ("Node", "OpenSSL", "JDK"), not a setting's key
-    ("SESSION_COOKIE_AGE")."""
+    """A product's name: a capitalized word ("Ruby", "OpenJDK", "PHP"), not a setting's key
+    ("MAX_UPLOAD_SIZE")."""
     return name[:1].isupper() and name.isalpha() and (not name.isupper() or len(name) <= 5)
 
 
@@ -72,7 +73,7 @@ def _local(revision: Facts, where: str) -> bool:
 
 def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> bool:
     """Shared surface, or a file the dependent uses that is the revised one under another
-    extension (`requirements/base.in` compiles to `requirements/base.txt`)."""
+    extension (`deps/prod.in` compiles to `deps/prod.txt`)."""
     if surface.shared:
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
@@ -147,7 +148,7 @@ def _names(facts: Facts, value: str) -> bool:
 
 def _shares_name_word(revision: Facts, dependent: Facts) -> bool:
     """A content word of the revised procedure's name in the dependent's text (beyond verbs):
-    "issue public TLS certificates" and "validates RSA server certificates"."""
+    "compress media archives" and "reads the archives as gzip"."""
     words = [w for w in norm_entity(revision.procedure.name).split()[1:] if w not in lx.STOPWORDS]
     stems = {s for c in dependent.step_clauses for s in c.stems()}
     wanted = {s for c in split_clauses(" ".join(words), "", 0) for s in c.stems()}

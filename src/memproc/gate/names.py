@@ -2,13 +2,11 @@
 
 Source: well-known short names, nicknames and product families of widely used software and
 cloud services, written from general knowledge (vendor documentation and everyday usage:
-"k8s" is Kubernetes, "pg" PostgreSQL, "GHA" GitHub Actions, "EKS" a managed Kubernetes). It is
-not drawn from any benchmark case. A short name that stands for several systems ("tf":
-Terraform or TensorFlow; "CF": CloudFormation, Cloudflare or Cloud Foundry; "SF": Snowflake
-or Salesforce; "ES": Elasticsearch or ECMAScript) lists them all, and such a name links two
-procedures only with corroboration (see `surface`). Short names that are also everyday
-English words ("node", "rails", "argo") are left out: they would link everything. A scope can
-add its own names with `entity.alias`.
+"k8s" is Kubernetes, "psql" PostgreSQL's client, "bq" BigQuery, "AKS" a managed Kubernetes).
+It is not drawn from any benchmark case. A short name that stands for several systems lists
+them all, and such a name links two procedures only with corroboration (see `surface`).
+Short names that are also everyday English words ("node", "rails", "argo") are left out:
+they would link everything. A scope can add its own names with `entity.alias`.
 
 Names compare by their canonical systems: two names match when they share one.
 """
@@ -38,6 +36,12 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "mssql": ("sql server",),
     "ms sql": ("sql server",),
     "ddb": ("dynamodb",),
+    "dynamo": ("dynamodb",),
+    "cw": ("cloudwatch",),
+    "bb": ("bitbucket",),
+    "ghes": ("github enterprise server",),
+    "tfc": ("terraform cloud",),
+    "cosmos": ("azure cosmos db",),
     "es": ("elasticsearch", "ecmascript"),
     "rmq": ("rabbitmq",),
     "bq": ("bigquery",),
@@ -98,6 +102,8 @@ FAMILIES: dict[str, str] = {
     "openshift": "kubernetes",
     "github actions": "github",
     "github container registry": "github",
+    "github enterprise server": "github",
+    "terraform cloud": "terraform",
     "amazon msk": "kafka",
 }
 

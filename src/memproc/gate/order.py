@@ -2,15 +2,15 @@
 or the revised procedure is done later than the dependent runs.
 
 A dependent that starts on a signal of the revised procedure (its trigger, or a first step
-such as "on: push tags v*" or "subscribe to the 'invalidation complete' topic") assumes that
+such as "on: release published" or "listen for the 'catalog synced' event") assumes that
 everything the procedure did before that signal is done. The step-sequence diff shows which
 steps moved: one that came before the signal in the old version and comes after it in the
-revision (the tag is now pushed before the wheels are built; the invalidation now runs
-before the upload) breaks that assumption. Notifications moving around change nothing.
+revision (the signal is now sent before the files it announces are written) breaks that
+assumption. Notifications moving around change nothing.
 
-A dependent that runs at a clock time ("at 04:00") or a fixed time after the procedure starts
-("1h after 'ingest' starts") assumes the procedure is done by then: one now done later than
-that ("finishes by 05:00", or a step that "takes about 50 minutes" more) breaks it.
+A dependent that runs at a clock time ("at 07:15") or a fixed time after the procedure starts
+("90m after 'import' starts") assumes the procedure is done by then: one now done later than
+that ("done by 08:00", or a step that "takes about 40 minutes" more) breaks it.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def moved_past_signal(old: Facts, revision: Facts, dependent: Facts) -> list[Fin
 
 # -- timing ----------------------------------------------------------------------------------------
 
-# Words that say when something is over (English): "finishes by 02:00", "ends ~03:00".
+# Words that say when something is over (English): "done by 07:00", "ends ~05:30".
 _END = re.compile(
     r"\b(?:finish\w*|ends?|ended|done|ready|complet\w*|until|lands?)\b\D{0,12}?"
     r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
@@ -134,7 +134,7 @@ def _ready_at(procedure: Procedure) -> int | None:
 
 
 def _runs_at(dependent: Procedure) -> int | None:
-    """The time of day the dependent runs: its trigger, or a step that says "at 04:00"."""
+    """The time of day the dependent runs: its trigger, or a step that says "at 07:15"."""
     texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
     for text in texts:
         if text and re.search(r"\b(?:at|daily|every|cron)\b", text, re.I):

@@ -91,7 +91,7 @@ def _naming_clause(facts: Facts, artifact: str) -> Clause:
 
 def _output_formats(facts: Facts) -> set[str]:
     """Formats the outputs are said to have: a named format wins over a file extension
-    ("write out/daily.csv as Parquet" is Parquet)."""
+    ("write exports/day.tsv as Avro" is Avro)."""
     found = set()
     for clause in facts.output_clauses:
         named = formats(clause, extensions=False)

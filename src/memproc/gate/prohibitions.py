@@ -1,11 +1,11 @@
 """New prohibitions a revision makes, and dependents that do what they forbid.
 
-A prohibition is a clause that forbids ("never force-push to main", "do not call the REST
-API", "classic tokens are deprecated", "long-lived tokens no longer work"). One whose verb is
-left out ("run migrations with alembic, and never against prod") forbids the verb of the
-clause before it. A dependent violates it when one of its steps, action and detail read as
-one, does what it forbids: most of its content, not negated ("GraphQL instead of REST" does
-not call REST). A prohibition of a time window ("must not start on Fridays after 15:00") is
+A prohibition is a clause that forbids ("never rewrite tags", "do not call the v1 search
+endpoint", "basic auth is deprecated", "shared passwords no longer work"). One whose verb is
+left out ("restart workers with the supervisor, and never from a shell") forbids the verb of
+the clause before it. A dependent violates it when one of its steps, action and detail read
+as one, does what it forbids: most of its content, not negated ("SFTP instead of FTP" does
+not use FTP). A prohibition of a time window ("must not run on weekends before 09:00") is
 broken by a dependent that shares the surface and runs inside the window.
 """
 
@@ -22,7 +22,7 @@ from memproc.gate.text import Clause, artifacts, equivalent, stem
 
 # Share of a prohibition's terms one step must hold to violate it.
 VIOLATE_SHARE = 0.66
-# Prepositions that open an elliptical prohibition ("never against prod"): closed class.
+# Prepositions that open an elliptical prohibition ("never from a shell"): closed class.
 _PREPOSITIONS = lx.words("against from on in into to with within during outside inside via at")
 Prohibition = tuple[Clause, list[str]]
 
@@ -76,7 +76,7 @@ def covered(terms: list[str], stems: list[str]) -> bool:
 
 
 def artifact_stems(found: set[str]) -> list[str]:
-    """The words of artifact names as stems: "flag:--prune" -> ["prun"]."""
+    """The words of artifact names as stems: "flag:--force" -> ["forc"]."""
     return [stem(w) for a in found for w in norm_entity(a.split(":", 1)[1]).split()]
 
 
@@ -97,7 +97,7 @@ _RELATIVE = lx.words("that which who whose where when")
 
 def target(clause: Clause) -> tuple[list[str], str] | None:
     """The thing a prohibition is about, as (qualifiers, head): the last phrase after a
-    preposition ("to release branches" -> (["releas"], "branch")), up to a relative clause."""
+    preposition ("into staging tables" -> (["stag"], "tabl")), up to a relative clause."""
     words: list[str] = []
     for token in clause.tokens:
         if token.kind == "word" and token.lower in _RELATIVE:
@@ -111,8 +111,8 @@ def target(clause: Clause) -> tuple[list[str], str] | None:
 
 
 def _other_target(rule: Clause, clauses: list[Clause]) -> bool:
-    """The dependent does the forbidden thing to another object of the same kind: "never push
-    to release branches" and "push to the gh-pages branch"."""
+    """The dependent does the forbidden thing to another object of the same kind: "never write
+    into staging tables" and "write into the reporting table"."""
     wanted = target(rule)
     if wanted is None or not wanted[0]:
         return False
@@ -130,8 +130,8 @@ def _other_target(rule: Clause, clauses: list[Clause]) -> bool:
 
 
 def _runs_inside(span: schedule.Window, clauses: list[Clause]) -> bool:
-    """A time window ("not on Fridays after 15:00") is broken by a step that runs inside it
-    ("schedule: every Friday at 16:00")."""
+    """A time window ("not on weekends before 09:00") is broken by a step that runs inside it
+    ("cron: Sundays at 06:30")."""
     when = schedule.runs_at(" ".join(c.text.replace(" : ", ":") for c in clauses))
     return when is not None and span.holds(*when)
 

@@ -2,9 +2,9 @@
 the inference is said in every finding that rests on it.
 
 The cue is the precondition's grammatical subject. A subject that quantifies over others
-("every workflow must...", "everyone in this project...", "no image reaches ... without")
-binds the scope; one that names the users of an output ("consumers must...", "clients
-connect over TLS") binds consumers. Anything else (an imperative with no subject, a statement
+("every job must...", "all teams ...", "nobody deploys ... without") binds the scope; one
+that names the users of an output ("readers must...", "subscribers acknowledge ...") binds
+consumers. Anything else (an imperative with no subject, a statement
 about the procedure's own host or step) binds only the procedure itself: nothing in its
 words reaches out to others.
 """

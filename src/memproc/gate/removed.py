@@ -1,10 +1,10 @@
 """Identifiers the revision stops naming that a dependent still uses: a dropped field of a
-payload, a renamed label of a metric, a table a model no longer materializes.
+payload, a renamed label of a metric, a table a job no longer writes.
 
-Compared by shape (see `identifiers`): `billing.invoices` is gone although the dependent
-reads `analytics.billing.invoices`; `customer_email` left the payload `{order_id, ...}` while
-the dependent reads `event.detail.customer_email`; the label `path` left
-`http_requests_total{method, path, code}` while the dependent filters on it.
+Compared by shape (see `identifiers`): `ledger.entries` is gone although the dependent reads
+`finance.ledger.entries`; `carrier_code` left the payload `{parcel_id, ...}` while the
+dependent reads `msg.body.carrier_code`; the label `tier` left `queue_depth{region, tier}`
+while the dependent groups by it.
 
 An identifier the revision names only to take it away ("decommission X", "RENAME COLUMN X
 TO Y", "X removed") counts as gone. Only an identifier the old version produced (named by a
@@ -55,7 +55,7 @@ def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
                 return other
         elif ident.kind == "member":
             if other.parts and other.parts[-1] == ident.norm and "_" in ident.norm:
-                return other  # event.detail.customer_email reads the member customer_email
+                return other  # msg.body.carrier_code reads the member carrier_code
         elif ident.kind == "flag" or other.kind == "flag":
             continue  # flags are compared by _same_command
         elif identifiers.same(ident, other):
@@ -123,7 +123,7 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
 
 def _same_command(flag: Identifier, step: Step, dependent: Facts) -> Identifier | None:
     """The dependent passes the same flag to the same command: a step naming the flag and a
-    word of the old step's command line ("acme-cli ... --json")."""
+    word of the old step's command line ("report-tool ... --csv")."""
     words = _command_words(f"{step.action} {step.detail}")
     for clause in dependent.step_clauses:
         found = [

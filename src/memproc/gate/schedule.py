@@ -3,8 +3,8 @@
 Timing questions ("is the output still ready when the dependent runs?") need the two sides in
 one frame: a time of day in minutes after midnight, or a duration in minutes after the
 producing procedure starts. A dependent's schedule is its `trigger` (or a step that says when
-it runs): a clock time ("daily at 04:00 UTC", "cron 0 4 * * *"), an offset after another
-procedure starts ("1h after 'ingest' starts"), or an event (it waits for a completion signal,
+it runs): a clock time ("daily at 05:40 UTC", "cron 40 5 * * *"), an offset after another
+procedure starts ("2h after 'load' starts"), or an event (it waits for a completion signal,
 so a later output can never be early for it).
 """
 
@@ -36,7 +36,7 @@ _OFFSET = re.compile(
 
 
 def clock(text: str) -> int | None:
-    """The first time of day in `text`, in minutes after midnight: "02:30" -> 150."""
+    """The first time of day in `text`, in minutes after midnight: "05:40" -> 340."""
     match = _CLOCK.search(text)
     if match:
         hour, minute = int(match.group(1)), int(match.group(2))
@@ -59,7 +59,7 @@ def _twelve_hour(hour: int, suffix: str | None) -> int:
 
 
 def duration(text: str) -> float | None:
-    """A duration in minutes: "45m" -> 45, "2h" -> 120, "1h30m" -> 90, "90 seconds" -> 1.5."""
+    """A duration in minutes: "20m" -> 20, "3h" -> 180, "1h15m" -> 75, "30 seconds" -> 0.5."""
     total, found = 0.0, False
     for match in _DURATION.finditer(text):
         total += float(match.group(1)) * _UNIT_MINUTES[match.group(2)[0].lower()]
@@ -77,7 +77,7 @@ class Moment:
 
 
 def available_after(value: str) -> Moment | None:
-    """A contract's `available_after`: "02:30" or "45m"."""
+    """A contract's `available_after`: a time of day ("05:40") or a duration ("20m")."""
     if re.fullmatch(r"\d{1,2}:\d{2}", value.strip()):
         at = clock(value)
         return None if at is None else Moment("clock", at)
@@ -185,7 +185,7 @@ def days(text: str) -> set[int]:
 
 
 def window(text: str) -> Window | None:
-    """The days and hours a text speaks of ("on Fridays after 15:00"); None if none."""
+    """The days and hours a text speaks of ("on weekends before 09:00"); None if none."""
     after, before = _AFTER.search(text), _BEFORE.search(text)
     found = days(text)
     if not found and after is None and before is None:

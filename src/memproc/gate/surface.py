@@ -7,12 +7,12 @@ dependent's text. Sharing only an umbrella entity while each works on its own re
 (the same cloud account, different buckets) is not enough: nothing the revision changes is
 something the dependent touches.
 
-Two readings guard against false links. A short name that stands for several systems ("CF")
-links only with corroboration: a shared identifier or artifact. A capitalized entity name
-that is also an everyday word ("Make", "Go", "Slack", "Helm") counts as named in another
-procedure's text only where it is written as a name (capitalized inside a sentence) or used
-as a command (a step that runs it with flags, paths or identifiers); "make sure", "20%
-slack" and "at the helm" name nothing.
+Two readings guard against false links. A short name that stands for several systems links
+only with corroboration: a shared identifier or artifact. A capitalized entity name that is
+also an everyday word ("Pulumi" is not, "Bamboo", "Salt" or "Puppet" are) counts as named in
+another procedure's text only where it is written as a name (capitalized inside a sentence)
+or used as a command (a step that runs it with flags, paths or identifiers); "a pinch of
+salt" and "the puppet show" name nothing.
 
 The same keys, written to an index by the store, let the service find candidates without
 reading every procedure of a scope.
@@ -144,9 +144,9 @@ def _shared_entities(
 
 
 def _disowned(name: str, facts: Facts) -> bool:
-    """The procedure lists the entity but its steps only say they keep away from it ("we do
-    not touch Redis here", "bypasses Kong entirely", "instead of Redis"): every mention
-    follows a negation with at most a verb of contact between."""
+    """The procedure lists the entity but its steps only say they keep away from it ("it never
+    calls Memcached", "goes around the proxy, bypassing Envoy", "instead of Memcached"): every
+    mention follows a negation with at most a verb of contact between."""
     wanted = norm_entity(name)
     seen = False
     for clause in facts.step_clauses:
@@ -181,7 +181,7 @@ def _kept_away(before: list[Token]) -> bool:
 
 
 def _ambiguous_pair(a: str, b: str) -> bool:
-    """A link through a short name standing for several systems ("tf", "CF")."""
+    """A link through a short name standing for several systems (see `names`)."""
     return norm_entity(a) != norm_entity(b) and (names.ambiguous(a) or names.ambiguous(b))
 
 
@@ -197,7 +197,7 @@ def _named_as_entity(name: str, facts: Facts, aliases: Aliases) -> bool:
 def _written_as_name(name: str, facts: Facts) -> bool:
     wanted = norm_entity(name)
     # A one-word name declared with capitals is a proper name that may be an everyday word;
-    # a name of several words ("partner API") is specific in any case.
+    # a name of several words ("billing service") is specific in any case.
     proper = name != name.lower() and len(wanted.split()) == 1
     for source, text in [*facts.texts, ("name", facts.procedure.name)]:
         for match in re.finditer(rf"(?<![\w.-]){re.escape(wanted)}(?![\w-])", text, re.I):
@@ -211,7 +211,7 @@ def _written_as_name(name: str, facts: Facts) -> bool:
 
 
 def _negated_at(facts: Facts, source: str, written: str) -> bool:
-    """Every mention of the word in that unit is negated ("we do not touch Redis")."""
+    """Every mention of the word in that unit is negated ("it never calls Memcached")."""
     tokens = [t for c in facts.units.get(source, []) for t in c.tokens]
     hits = [t for t in tokens if t.lower == written.lower()]
     return bool(hits) and all(t.negated for t in hits)
@@ -224,7 +224,7 @@ def _sentence_start(text: str, start: int) -> bool:
 
 def _command(text: str, end: int) -> bool:
     """The name is used as a command: the rest of its segment holds a flag, a path or an
-    identifier ("helm upgrade --install", "go build ./cmd", "vault read db/creds")."""
+    identifier ("salt-call state.apply web", "puppet agent --test", "bamboo run plan-7")."""
     rest = re.split(r"[;|\n]", text[end:], maxsplit=1)[0]
     words = rest.split()
     code = [i for i in identifiers.find(rest) if i.kind in identifiers.CODE_KINDS]
@@ -256,7 +256,7 @@ def _umbrella_only(surface: Surface, old: Facts, revision: Facts, dependent: Fac
     theirs = {a for a in dependent.mentioned if a.startswith(_RESOURCE_PREFIXES)}
     owned = entities(old.procedure) | entities(revision.procedure)
     if any(_as_words(a) & owned for a in theirs):
-        return False  # "the search cluster" is the revised procedure's entity itself
+        return False  # "the metrics cluster" is the revised procedure's entity itself
     return bool(mine) and bool(theirs) and not (mine & theirs)
 
 
@@ -317,7 +317,7 @@ def probe_keys(old: Procedure, revision: Procedure, aliases: Aliases | None = No
 def _ident_keys(ident: identifiers.Identifier) -> set[str]:
     """An identifier is filed under its last part (and its host, for a URL or path), so a
     dotted tail or a path prefix still meets it, and under its leading word, so a glob
-    (`logs-*`) meets the names it matches (`logs-default`)."""
+    (`audit-*`) meets the names it matches (`audit-2024`)."""
     if ident.kind not in identifiers.GLOB_TARGETS:
         return set()
     parts = ident.parts
@@ -343,15 +343,15 @@ def _words(facts: Facts) -> set[str]:
 
 
 def _object_words(name: str) -> list[str]:
-    """The words of what a procedure's name is about ("compute daily aggregates": daily,
-    aggregates), when the name has a verb and an object of two words or more."""
+    """The words of what a procedure's name is about ("refresh weekly forecasts": weekly,
+    forecasts), when the name has a verb and an object of two words or more."""
     rest = [w for w in norm_entity(name).split()[1:] if w not in lx.STOPWORDS]
     return rest if len(rest) >= 2 else []
 
 
 def _phrases(facts: Facts, name: str) -> set[str]:
     """Runs of one to three words of the text and the name: a dependent's entity may be
-    "partner api"."""
+    "billing service"."""
     found: set[str] = set()
     runs = [norm_entity(c.text).split() for c in facts.clauses] + [norm_entity(name).split()]
     for words in runs:

@@ -1,7 +1,7 @@
 """A small tokenizer for step text: words, artifacts, quantities, formats, versions, negation.
 
 Why not a general NLP library: the gate must be deterministic, fast and free of models, and
-procedure steps are terse imperative phrases ("put dump object, no encryption header"). A
+procedure steps are terse imperative phrases ("copy the export, no compression"). A
 regular tokenizer that knows paths, env vars, flags, versions and units, plus a light stemmer,
 reads them well enough, and every decision it makes can be shown to a reviewer.
 """
@@ -30,14 +30,14 @@ _TOKEN = re.compile(
     """,
     re.X,
 )
-# "100 requests/min" is a rate, not a path: rewritten to "100 requests per min" first.
+# "20 jobs/min" is a rate, not a path: rewritten to "20 jobs per min" first.
 _VOWEL = re.compile(r"[aeiouy]")
 # Phrasal verbs written as one word elsewhere: "back up" is "backup".
 _PHRASAL = re.compile(
     r"\b(back|sign|log|roll|set|clean|shut|spin|tear)\s+(up|off|in|out|back|down)\b", re.I
 )
 _PER_UNIT = re.compile(r"(\w)/(s|sec|second|min|minute|h|hr|hour|d|day)\b", re.I)
-# A colon is no break: it introduces a value ("idle_timeout: 30s") or a list.
+# A colon is no break: it introduces a value ("read_timeout: 45s") or a list.
 _CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")"})
 _CLAUSE_WORDS = frozenset({"then"})
 ARTIFACT_KINDS = ("url", "code", "quoted", "env", "flag", "channel", "path")
@@ -70,8 +70,8 @@ _SUFFIXES = (
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper: "migrations", "migrate", "migrating" -> "migr". Matching is by
-    prefix (see `same_stem`), so what this leaves need not be a word."""
+    """A light suffix stripper: "validations", "validate", "validating" -> "valid". Matching
+    is by prefix (see `same_stem`), so what this leaves need not be a word."""
     word = word.lower().strip("'")
     for suffix in _SUFFIXES:
         rest = word[: -len(suffix)]
@@ -204,8 +204,8 @@ def _turns(tokens: list[Token], i: int) -> bool:
 
 
 def _continues_list(clause: Clause) -> bool:
-    """A clause after a comma that goes on with the list a negation opened ("never pauses,
-    drains or restarts"): it holds "or"/"nor", or is a word or two."""
+    """A clause after a comma that goes on with the list a negation opened ("never caches,
+    logs or retries"): it holds "or"/"nor", or is a word or two."""
     words = [t.lower for t in clause.tokens if t.kind == "word"]
     if words and words[0] in lx.NEGATION_STOPS:
         return False
@@ -237,7 +237,7 @@ def _negator_at(tokens: list[Token], i: int) -> int:
 
 def _mark_negation(tokens: list[Token], carried: bool = False) -> tuple[list[Token], bool]:
     """A negation cue hides itself and the rest of its clause, up to a connective ("does not
-    run migrations, then deploys": only the migrations are not run). Returns the tokens and
+    warm the cache, then serves": only the cache is not warmed). Returns the tokens and
     whether the negation ran to the clause's end (a list after a comma may continue it)."""
     marked: list[Token] = []
     negating = carried
@@ -269,7 +269,7 @@ def normalize_artifact(kind: str, text: str) -> str:
 
 def artifacts(clause: Clause, *, negated: bool = False) -> set[str]:
     """Typed names the clause mentions: paths, URLs, env vars, flags, channels, code, and
-    resource nouns with their name ("the users table" -> "table:users")."""
+    resource nouns with their name ("the invoices table" -> "table:invoices")."""
     found = {
         normalize_artifact(t.kind, t.text)
         for t in clause.tokens
@@ -309,7 +309,7 @@ def _is_name(token: Token) -> bool:
         return False
     word = token.lower
     if word.endswith("ing") or _unit(word) is not None or word.isdigit():
-        return False  # "before reading secrets", "the 2 GB dump": no names
+        return False  # "before closing tickets", "the 3 GB file": no names
     return (
         word not in lx.NOT_NAMES
         and word not in lx.GENERIC_VERBS
@@ -339,7 +339,7 @@ def formats(clause: Clause, *, extensions: bool = True) -> set[str]:
 
 
 def versions(clause: Clause) -> set[tuple[str, str]]:
-    """(subject stem, version) pairs: "SDK v2" -> ("sdk", "2"); "schema version 3"."""
+    """(subject stem, version) pairs: "client v4" -> ("client", "4"); "schema version 7"."""
     found = set()
     tokens = clause.tokens
     for i, token in enumerate(tokens):

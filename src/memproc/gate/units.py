@@ -4,9 +4,9 @@ rates to events per second, and bare counts.
 Sources of the units: the SI second and its customary multiples (minute, hour, day, week;
 month and year as 30 and 365 days), SI decimal prefixes for bytes (kB, MB, GB, TB) and the IEC
 80000-13 binary prefixes (KiB, MiB, GiB, TiB, and the Ki/Mi/Gi/Ti spellings Kubernetes uses,
-as well as the JVM's k/m/g for memory settings). Compact forms ("30s", "2m", "7d", "1Gi",
-"8g"), ranges ("60 to 90 seconds", "0..100MB": each end counts), rates ("60 requests/min",
-"80 calls a minute", "4k rps") and a period noun with no number ("the previous month") are
+as well as the JVM's k/m/g for memory settings). Compact forms ("45s", "3m", "12d", "2Gi",
+"6g"), ranges ("10 to 20 minutes", "0..250MB": each end counts), rates ("20 jobs/min",
+"15 uploads a second", "2k qps") and a period noun with no number ("the last quarter") are
 read. A lone "m" is minutes unless the setting is about memory or size.
 """
 
@@ -38,7 +38,7 @@ BYTES = {
 _MEMORY_M = 1024.0**2
 # Words that say a setting is about memory or storage size (general vocabulary).
 SIZE_WORDS = words("memory mem heap ram size disk storage volume capacity buffer")
-# Adverbs standing for a period: "backups run hourly".
+# Adverbs standing for a period: "the sync runs weekly".
 PERIOD_ADVERBS = {
     "hourly": 3600.0,
     "daily": 86400.0,

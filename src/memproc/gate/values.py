@@ -2,7 +2,7 @@
 
 A setting is a key with a value, in the forms configuration and command lines use:
 `key: value`, `key = value`, `key=value`, `pkg==1.2.3`, `--flag value`, `--flag=value`,
-`image:tag`, and a name directly followed by a number ("minSdk 24", "OpenSSL 1.1.1").
+`image:tag`, and a name directly followed by a number ("apiLevel 31", "Ruby 3.2").
 Keys are compared normalized (lowercase, `-` and `_` alike), so the same setting is found on
 both sides however a revision rewords the step around it.
 """
@@ -37,7 +37,7 @@ class Setting:
     value: str
     where: str  # "step 2", "output 1"
     text: str  # the segment it was read from
-    name: str = ""  # the key as written ("maxReplicas"), for its words
+    name: str = ""  # the key as written ("maxWorkers"), for its words
 
     @property
     def words(self) -> list[str]:
