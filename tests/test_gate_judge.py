@@ -39,7 +39,10 @@ def undecided_gate(*, finding: bool = False) -> procedures.pg.GateFunction:
         found: Sequence[gate.Procedure],
         signals: gate.Signals,
     ) -> gate.Assessment:
-        pairs = [gate.Undecided(p.id, "world_knowledge", "numpy 2 on an old Python") for p in found]
+        pairs = [
+            gate.Undecided(p.id, "world_knowledge", "libvips 8 on an old distribution")
+            for p in found
+        ]
         findings = [gate.Finding(p.id, "removed_output", "gone") for p in found if finding]
         return gate.Assessment(findings=findings, undecided=pairs)
 
@@ -50,8 +53,8 @@ def evolve(ctx: OpContext, pid: str, gate_fn: procedures.pg.GateFunction) -> Any
     params = pm.EvolveProcedureParams(
         scope=SCOPE,
         id=pid,
-        reason="bump numpy",
-        steps=[pm.ProcedureStep(action="pin numpy==2.1.3 in requirements/base.in")],
+        reason="bump libvips",
+        steps=[pm.ProcedureStep(action="pin libvips==8.15.1 in deps/image.in")],
     )
     return procedures.evolve_with(ctx, params, gate_fn)
 
@@ -75,8 +78,8 @@ def pair(make_runtime: Callable[..., Runtime]) -> Callable[..., tuple[OpContext,
     def make(judge: Any = None, **settings: Any) -> tuple[OpContext, str, str]:
         runtime = make_runtime(embedder="none", reranker="none", **settings)
         setup = OpContext(runtime=runtime)
-        producer = create(setup, "maintain shared requirements", ["pip-compile base.in"])
-        dependent = create(setup, "legacy scoring", ["pip install -r requirements/base.txt"])
+        producer = create(setup, "maintain image libraries", ["compile deps/image.in"])
+        dependent = create(setup, "render thumbnails", ["install deps/image.txt"])
         return OpContext(runtime=runtime, judge=judge), producer, dependent
 
     return make
@@ -88,7 +91,7 @@ def audit_detail(ctx: OpContext, pid: str) -> dict[str, Any]:
 
 
 def test_a_breaks_verdict_quarantines_with_a_finding_from_the_judge(pair: Any) -> None:
-    judge = Judge(JudgeReply("answered", "breaks", "Python 3.8 cannot install numpy 2"))
+    judge = Judge(JudgeReply("answered", "breaks", "the old distribution cannot load libvips 8"))
     ctx, producer, dependent = pair(judge)
     result = evolve(ctx, producer, undecided_gate())
     assert result.status == "quarantined"
@@ -97,7 +100,7 @@ def test_a_breaks_verdict_quarantines_with_a_finding_from_the_judge(pair: Any) -
     params, timeout = judge.calls[0]
     assert isinstance(params, pm.JudgeParams) and params.dependent.id == dependent
     assert params.why == "world_knowledge" and '"verdict"' in params.prompt
-    assert "pin numpy==2.1.3" in params.prompt and 0 < timeout <= 30
+    assert "pin libvips==8.15.1" in params.prompt and 0 < timeout <= 30
     logged = audit_detail(ctx, producer)["undecided"][0]
     assert logged["verdict"] == "breaks" and logged["question"]["prompt"] == params.prompt
 

@@ -32,7 +32,7 @@ _PASCAL = re.compile(r"(?<![\w.$-])[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*(?![\w])")
 _KEBAB_DIGIT = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/])")
 _KEBAB_WORD = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/*])")
 _GLOB = re.compile(r"(?<![\w/.:*-])(?=[\w.-]*[A-Za-z]{2})[\w.-]*\*[\w.*-]*(?![\w/])")
-_HEADER = re.compile(r"(?<![\w.$/-])[A-Z][a-z0-9]+(?:-[A-Z][a-z0-9]+)+(?![\w/])")
+_HEADER = re.compile(r"(?<![\w.$/-])(?=\S*[a-z])[A-Z][a-z0-9]*(?:-[A-Z][a-z0-9]*)+(?![\w/])")
 _IMAGE = re.compile(
     r"(?<![\w./:$-])([a-z0-9][\w./-]*[a-z0-9]):(?!\d{2,5}(?![\w.]))([\w$][\w.$-]*)(?![\w/:])"
 )

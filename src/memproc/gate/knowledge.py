@@ -60,7 +60,8 @@ def _product(name: str) -> bool:
 
 
 def _is_image(change: values.Change) -> bool:
-    return f"{change.name}:" in change.new_text or f"{change.key}:" in change.new_text.lower()
+    """`name:tag` written together: an image reference, not a `key: value` setting."""
+    return bool(re.search(rf"{re.escape(change.name)}:\S", change.new_text))
 
 
 def _local(revision: Facts, where: str) -> bool:

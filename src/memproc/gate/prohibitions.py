@@ -103,11 +103,18 @@ def target(clause: Clause) -> tuple[list[str], str] | None:
         if token.kind == "word" and token.lower in _RELATIVE:
             break
         words.append(token.lower)
-    start = max((i for i, w in enumerate(words) if w in _PREPOSITIONS), default=-1)
-    phrase = [w for w in words[start + 1 :] if w not in lx.STOPWORDS and w.isalpha()]
-    if start < 0 or not phrase:
-        return None
-    return [stem(w) for w in phrase[:-1]], stem(phrase[-1])
+    starts = [i for i, w in enumerate(words) if w in _PREPOSITIONS]
+    for start in reversed(starts):
+        phrase: list[str] = []
+        for word in words[start + 1 :]:
+            if word in lx.STOPWORDS or not word.isalpha():
+                if phrase:
+                    break
+                continue  # articles before the phrase
+            phrase.append(word)
+        if phrase:
+            return [stem(w) for w in phrase[:-1]], stem(phrase[-1])
+    return None
 
 
 def _other_target(rule: Clause, clauses: list[Clause]) -> bool:

@@ -81,6 +81,27 @@ def _removed_in(text: str, ident: Identifier) -> bool:
     return bool(re.search(before, text, re.I) or re.search(after, text, re.I))
 
 
+def _renamed_to(revision: Facts, ident: Identifier) -> list[Identifier]:
+    """The new name in "rename X to Y" ("RENAME COLUMN X TO Y"), when the revision says it."""
+    pattern = rf"\brenam\w*\s+(?:[\w-]+\s+)?{re.escape(ident.text)}\s+(?:to|as)\s+([\w.$-]+)"
+    for _, text in revision.texts:
+        match = re.search(pattern, text, re.I)
+        if match:
+            return [Identifier(ident.kind, match.group(1), identifiers.normalize(match.group(1)))]
+    return []
+
+
+def _taken_away(revision: Facts) -> list[Identifier]:
+    """Identifiers the revision names only to remove or rename them."""
+    texts = [t for _, t in revision.texts] + list(demand_texts(revision.procedure))
+    return [
+        i
+        for text in texts
+        for i in identifiers.find(text)
+        if i.kind in _KINDS and _removed_in(text, i)
+    ]
+
+
 def _kept(revision: Facts) -> list[Identifier]:
     """Identifiers the revision still names other than to remove them."""
     found = []
@@ -95,6 +116,7 @@ def _kept(revision: Facts) -> list[Identifier]:
 def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     before, after = _by_step(old), _by_step(revision)
     everything_after = _kept(revision)
+    taken_away = _taken_away(revision)
     pairing = sequence.pair(old.procedure, revision.procedure)
     findings: list[Finding] = []
     reported: set[str] = set()
@@ -114,9 +136,11 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
                 for n in replacements
                 if n.kind == ident.kind and not any(_matches(n, o) for o in idents)
             ]
-            if not new and not _produced(old, index, ident):
+            explicit = any(_matches(ident, t) for t in taken_away)
+            if not new and not explicit and not _produced(old, index, ident):
                 continue
             reported.add(ident.norm)
+            new = new or _renamed_to(revision, ident)
             findings.append(_finding(old, index, ident, new, used, dependent))
     return findings
 
