@@ -5,7 +5,7 @@ decides from the contracts alone, and each finding cites the field it rests on:
 
 - an output the dependent consumes is gone (removed) or gone with a new id beside it (renamed);
 - its format or location changed (unless the dependent declares the new format);
-- its version left the dependent's constraint (without a constraint: its major version moved);
+- its version left the dependent's constraint (a consumer declaring none accepts any);
 - its `available_after` moved past the dependent's schedule (clock or offset, from `trigger`);
 - a new precondition binding `consumers` (when the dependent consumes from it) or `scope`
   that the dependent does not meet. Undeclared reach is inferred (see `reach`), and said so.
@@ -20,7 +20,7 @@ from memproc.gate.facts import Facts, demand_texts, prohibited_terms
 from memproc.gate.model import Consumed, Finding, Procedure, Produced, Undecided
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import split_clauses
-from memproc.gate.versions import major, satisfies
+from memproc.gate.versions import satisfies
 
 
 def declared(old: Procedure, revision: Procedure, dependent: Procedure) -> bool:
@@ -131,14 +131,9 @@ def _changed_version(
     if not after.version:
         return []
     old_version = before.version if before else None
-    if c.version:
-        if satisfies(after.version, c.version):
-            return []
-        why = f"outside the dependent's constraint {c.version}"
-    elif old_version and major(old_version) != major(after.version):
-        why = "a new major version, and the dependent declares no range"
-    else:
-        return []
+    if not c.version or satisfies(after.version, c.version):
+        return []  # a consumer that declares no version range accepts any
+    why = f"outside the dependent's constraint {c.version}"
     return [
         _finding(
             dependent,

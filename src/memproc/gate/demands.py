@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from memproc.gate import identifiers, reach, values
 from memproc.gate import lexicon as lx
+from memproc.gate import units as measures
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
 from memproc.gate.identifiers import Identifier
 from memproc.gate.model import Binds, Finding, Procedure, Similarity
@@ -39,6 +40,7 @@ IDENTIFIER_WEIGHT = 2
 _GENERIC_STEMS = frozenset(stem(w) for w in lx.GENERIC_VERBS)
 _POPULATION = lx.words("everyone everybody anyone anybody nobody") | reach.CONSUMER_NOUNS
 _QUANTIFIERS = reach.SCOPE_QUANTIFIERS
+_RESOURCE_STEMS = frozenset(stem(w) for w in lx.RESOURCE_KINDS)
 _DETERMINERS = lx.words("this the our every each all any")
 # Words that open a clause giving a reason or a consequence, not a demand (English
 # subordinators and connectives).
@@ -63,6 +65,7 @@ class Demand:
     idents: list[Identifier] = field(default_factory=list)
     whole: str = ""  # the precondition it was read from
     binds: Binds | None = None  # declared, or inferred from a subject that speaks for others
+    strong: frozenset[str] = frozenset()  # terms written as acronyms ("SBOM"): specific
 
     @property
     def reaches(self) -> bool:
@@ -73,26 +76,62 @@ def demand(text: str, source: str, whole: str = "") -> Demand | None:
     """Read the demand clauses of a text; None when they ask for nothing specific."""
     clauses = demand_clauses(split_clauses(text, source, 0))
     terms: list[str] = []
+    strong: set[str] = set()
     verb = None
     found: set[str] = set()
     for clause in clauses:
         head = _without_subject(_before_anchor(clause))
-        for token in head:
+        measured = _measure_tokens(head)
+        for i, token in enumerate(head):
             if token.negated or token.kind not in ("word", "number", "version", "path", "env"):
                 continue
+            if i in measured:
+                continue  # "seven days" is read as a quantity, below
             stemmed = _term(token)
             if not stemmed:
                 continue
             if verb is None and not terms and token is head[0]:
                 verb = stemmed
             terms.append(stemmed)
+            if _acronym(token.text):
+                strong.add(stemmed)
+        terms += quantity_terms(" ".join(t.text for t in head))
         found |= artifacts(Clause(source, 0, clause.text, head))
     terms = list(dict.fromkeys(terms))
     idents = _demand_identifiers(clauses)
     if not terms and not idents:
         return None
     binds = reach.infer(", ".join(c.text for c in clauses))
-    return Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
+    d = Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
+    d.strong = frozenset(strong)
+    return d
+
+
+def _acronym(text: str) -> bool:
+    """An acronym ("SBOM", "2FA", "mTLS" aside) names one specific thing."""
+    return len(text) >= 2 and text.isupper() and text.isalnum()
+
+
+def _measure_tokens(tokens: list[Token]) -> set[int]:
+    """Positions of numbers (digits or English number words) and the unit after each."""
+    found: set[int] = set()
+    for i, token in enumerate(tokens):
+        if token.kind == "number" or (
+            token.lower in lx.NUMBER_WORDS and token.lower not in ("a", "an")
+        ):
+            found.add(i)
+            following = tokens[i + 1].lower.strip("'") if i + 1 < len(tokens) else ""
+            if following and measures.unit(following) is not None:
+                found.add(i + 1)
+    return found
+
+
+def quantity_terms(text: str) -> list[str]:
+    """Quantities as terms compared by value: "seven days" and "a week" are one term."""
+    for word, number in lx.NUMBER_WORDS.items():
+        if word not in ("a", "an"):
+            text = re.sub(rf"\b{word}\b", str(number), text, flags=re.I)
+    return [f"q:{q.dimension}:{q.value:g}" for q in measures.scan(text)]
 
 
 def _demand_identifiers(clauses: list[Clause]) -> list[Identifier]:
@@ -180,8 +219,19 @@ def _without_subject(tokens: list[Token]) -> list[Token]:
 
 
 def unit_stems(clauses: list[Clause], names: set[str]) -> list[str]:
+    """The stems a unit offers to meet a demand: its words (hyphenated ones also joined),
+    the words of its flags and keys (`--sbom=true` offers "sbom"), its quantities by value,
+    and the names it works under."""
+    plain = " ".join(t.text for c in clauses for t in c.tokens if not t.negated)
     stems = [s for clause in clauses for s in clause.stems()]
     stems += [s for clause in clauses for s in _joined(clause)]
+    stems += [
+        stem(w)
+        for i in identifiers.find(plain)
+        if i.kind in ("flag", "key")
+        for w in identifiers.split_words(i.text)
+    ]
+    stems += quantity_terms(plain)
     return stems + [stem(w) for name in names for w in name.split()]
 
 
@@ -202,9 +252,26 @@ def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -
     what = [i for i in d.idents if i.kind not in _PLACES]
     if what and all(i in matched for i in what):
         return True  # the same names: exactly what was asked for
-    weight = len(d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
-    score = len(have) + IDENTIFIER_WEIGHT * len(matched)
+    weight = sum(_weight(d, t) for t in d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
+    score = sum(_weight(d, t) for t in have) + IDENTIFIER_WEIGHT * len(matched)
     return weight > 0 and score >= math.ceil(MEET_SHARE * weight)
+
+
+def _weight(d: Demand, term: str) -> int:
+    return IDENTIFIER_WEIGHT if term in d.strong else 1
+
+
+def _met_on_the_tool(d: Demand, stems: list[str], names: set[str], clauses: list[Clause]) -> bool:
+    """The step does the demanded verb with the shared tool itself, and only generic resource
+    nouns are left unmatched: "tag the database" is met by "dbtool tag v1" when
+    the step runs the tool that owns the database."""
+    if d.verb is None or not any(equivalent(d.verb, s) for s in stems):
+        return False
+    missing = [t for t in d.terms if not any(equivalent(t, s) for s in stems)]
+    if not missing or not all(t in _RESOURCE_STEMS for t in missing):
+        return False
+    words = {stem(t.lower) for c in clauses for t in c.words if not t.negated}
+    return any(stem(w) in words for name in names for w in name.split())
 
 
 def units(facts: Facts) -> Iterator[tuple[str, list[Clause]]]:
@@ -221,10 +288,13 @@ def _unit_identifiers(facts: Facts, source: str) -> list[Identifier]:
 
 
 def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
-    return any(
-        meets(d, unit_stems(clauses, names or set()), _unit_identifiers(facts, source))
-        for source, clauses in units(facts)
-    )
+    for source, clauses in units(facts):
+        stems = unit_stems(clauses, names or set())
+        if meets(d, stems, _unit_identifiers(facts, source)):
+            return True
+        if _met_on_the_tool(d, stems, entities(facts.procedure), clauses):
+            return True
+    return False
 
 
 # -- which demands are new -----------------------------------------------------------------------
@@ -296,11 +366,13 @@ def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
     mine = identifiers.find(d.text)
     if any(identifiers.same(a, b) for a in mine for b in dependent.identifiers):
         return False  # ftp://drop is where the dependent writes ftp://drop/in/
-    return not names_entity(d.text, surface.entities)
+    words = " ".join(t.text for c in split_clauses(d.text, "", 0) for t in c.words)
+    return not names_entity(words, surface.entities)  # a name inside a path does not count
 
 
 _ON_PLACE = re.compile(
-    r"\bon\s+(?:the|every|each|all|a|an|our|its|any)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)", re.I
+    r"\b(on|in|into|at)\s+(?:the|every|each|all|a|an|our|its|any)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)",
+    re.I,
 )
 
 
@@ -329,11 +401,12 @@ def _places(text: str) -> list[str]:
     found = []
     for match in _ON_PLACE.finditer(text):
         words = []
-        for word in match.group(1).split():
+        for word in match.group(2).split():
             if word.lower() in lx.STOPWORDS or word.lower() in lx.ANCHORS or word.isdigit():
                 break
             words.append(word)
-        if words:
+        # "on the X" places anything; "in/into/at the X" only a host or machine
+        if words and (match.group(1).lower() == "on" or words[-1].lower() in ENVIRONMENT_NOUNS):
             found.append(" ".join(words))
     subject = re.match(
         r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+must\b", text, re.I

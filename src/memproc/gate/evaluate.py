@@ -87,7 +87,10 @@ class _Reading:
         old, new = self.old, self.new
         dependent = Facts.read(candidate)
         surface = shared_surface(old, new, dependent, self.signals.aliases)
-        findings = self._shared(dependent, surface) if surface.shared else []
+        if surface.shared:
+            findings = self._shared(dependent, surface)
+        else:  # a credential it writes with, named in three words or more, links them too
+            findings = limits.tightened_permissions(old, new, dependent, at_least=3)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
         if findings:

@@ -25,6 +25,7 @@ _HOST_IN_URL = re.compile(
     r"^[a-z][a-z0-9+.-]*:(?:[a-z0-9+.-]*:)?//(?:[^@/\s]*@)?([^:/?#\s]+)", re.I
 )
 _PATH = re.compile(r"(?<![\w:/.$-])(?:~|\.{1,2})?/?(?:[\w.*{}<>$:@-]+/)+[\w.*{}<>$:@-]*(?![\w/])")
+_ROOT_PATH = re.compile(r"(?<![\w:/.$-])/[A-Za-z_{][\w.{}-]*(?![\w/])")
 _DOTTED = re.compile(r"(?<![\w./-])[A-Za-z_$][\w-]*(?:\.[A-Za-z_*{][\w*{}-]*)+(?![\w])")
 _SNAKE = re.compile(r"(?<![\w.$-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])")
 _CAMEL = re.compile(r"(?<![\w.$-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])")
@@ -89,7 +90,7 @@ def find(text: str) -> list[Identifier]:
         host = _HOST_IN_URL.match(match.group())
         if host:
             found.append(_make("host", host.group(1)))
-    for kind, pattern in (("path", _PATH), ("dotted", _DOTTED)):
+    for kind, pattern in (("path", _PATH), ("path", _ROOT_PATH), ("dotted", _DOTTED)):
         for match in pattern.finditer(text):
             if _inside(match.span(), taken) or _version_like(match.group()):
                 continue

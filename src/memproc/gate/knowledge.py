@@ -23,7 +23,7 @@ from memproc.gate.model import Finding, Undecided
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import split_clauses
 
-_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:[-+.][\w.]+)?$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
 # A bare whole number is a version only under a key that says so; elsewhere it is a count.
 _VERSION_KEYS = lx.words("version release sdk api runtime toolchain")
 _TAG = re.compile(r"^[a-z][\w.-]*$")

@@ -130,6 +130,7 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     words("download pull fetch retrieve"),
     words("column field attribute"),
     words("lower reduce decrease drop cut shorten"),
+    words("notify notification notice inform"),
 )
 
 # Common data, archive, text-encoding and media formats, and their file extensions.
@@ -175,7 +176,7 @@ PERMISSION_LEVELS = {"read-only": 1, "readonly": 1, "read": 1, "write": 2, "read
 PERMISSION_LEVELS |= {"admin": 3, "owner": 3, "maintain": 3}
 PERMISSION_SUBJECTS = words(
     """token key role user account credential credentials permission permissions access
-    scope scopes secret policy"""
+    scope scopes secret policy identity identities principal principals group groups"""
 )
 
 # The SI second and its customary multiples; SI decimal and IEC binary byte prefixes.

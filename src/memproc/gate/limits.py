@@ -90,7 +90,12 @@ def _exceeds(limit: Limit, clauses: list[Clause]) -> str | None:
     return None
 
 
-def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+def tightened_permissions(
+    old: Facts, revision: Facts, dependent: Facts, at_least: int = 2
+) -> list[Finding]:
+    """A credential made read-only, and a dependent writing with it: its writing clause
+    names the credential's subject (`at_least` of its words; more when nothing else links
+    the two procedures)."""
     findings = []
     for level, clause, subject in revision.permissions:
         before = [
@@ -103,7 +108,7 @@ def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list
         if not before and level >= lx.PERMISSION_LEVELS["write"]:
             continue
         for writer in dependent.clauses:
-            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=2):
+            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=at_least):
                 findings.append(
                     Finding(
                         dependent_id=dependent.procedure.id,

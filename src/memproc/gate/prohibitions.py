@@ -70,9 +70,23 @@ def new_prohibitions(old: Facts, revision: Facts) -> list[Prohibition]:
     ]
 
 
-def covered(terms: list[str], stems: list[str]) -> bool:
-    have = [t for t in terms if any(equivalent(t, s) for s in stems)]
-    return len(have) >= max(1, math.ceil(VIOLATE_SHARE * len(terms)))
+def covered(terms: list[str], stems: list[str], strong: frozenset[str] = frozenset()) -> bool:
+    """Most of a prohibition's terms are in the step; a term from a compound name
+    ("configuration-snippet", "read_replica") weighs double, being specific."""
+    weight = sum(2 if t in strong else 1 for t in terms)
+    have = sum(2 if t in strong else 1 for t in terms if any(equivalent(t, s) for s in stems))
+    return have >= max(1, math.ceil(VIOLATE_SHARE * weight))
+
+
+def compound_stems(clause: Clause) -> frozenset[str]:
+    """Stems of the parts of hyphenated or snake_case words in a clause."""
+    return frozenset(
+        stem(part)
+        for t in clause.tokens
+        if ("-" in t.text or "_" in t.text) and t.kind in ("word", "path", "code")
+        for part in t.lower.replace("_", "-").split("-")
+        if part
+    )
 
 
 def artifact_stems(found: set[str]) -> list[str]:
@@ -153,7 +167,9 @@ def violated_prohibitions(
             if span is not None and surface.shared:
                 if not _runs_inside(span, clauses):
                     continue
-            elif not covered(terms, step_stems(clauses)) or _other_target(rule, clauses):
+            elif not covered(terms, step_stems(clauses), compound_stems(rule)) or _other_target(
+                rule, clauses
+            ):
                 continue
             text = ", ".join(c.text for c in clauses)
             findings.append(
