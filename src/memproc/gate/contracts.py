@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from memproc.gate import demands, prohibitions, reach, schedule
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
+from memproc.gate.identifiers import normalize
 from memproc.gate.model import Consumed, Finding, Procedure, Produced, Undecided
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import split_clauses
@@ -152,8 +153,8 @@ def _changed_location(
 ) -> list[Finding]:
     if before is None or not before.location or not after.location:
         return []
-    if _same(before.location.rstrip("/"), after.location.rstrip("/")):
-        return []
+    if normalize(before.location) == normalize(after.location):
+        return []  # the same place: case, a trailing slash, placeholder names aside
     return [
         _finding(
             dependent,
@@ -248,8 +249,8 @@ def _against(text: str, source: str, old: Facts, dependent: Facts) -> list[Findi
     ruled = [(c, terms) for c in clauses if (terms := prohibited_terms(c))]
     findings = prohibitions.violated_prohibitions(ruled, dependent, Surface())
     wanted = demands.demand(text, source)
-    if wanted is None or demands.met_by(wanted, old):
-        return findings
+    if wanted is None or demands.already(wanted, old):
+        return findings  # nothing asked, or the old version asked it in other words
     if not demands.met_by(wanted, dependent, demands.context_names(dependent.procedure)):
         findings.append(
             Finding(

@@ -87,6 +87,11 @@ def demand(text: str, source: str, whole: str = "") -> Demand | None:
                 continue
             if i in measured:
                 continue  # "seven days" is read as a quantity, below
+            if _alternatives(token):  # "TLS/mTLS" names two things, not a path
+                parts = [Token("word", p) for p in token.text.split("/")]
+                terms += [_term(p) for p in parts if _term(p)]
+                strong |= {_term(p) for p in parts if _acronym(p.text) and _term(p)}
+                continue
             stemmed = _term(token)
             if not stemmed:
                 continue
@@ -105,6 +110,13 @@ def demand(text: str, source: str, whole: str = "") -> Demand | None:
     d = Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
     d.strong = frozenset(strong)
     return d
+
+
+_ALTERNATIVES = re.compile(r"[A-Za-z0-9]+(?:/[A-Za-z0-9]+)+")
+
+
+def _alternatives(token: Token) -> bool:
+    return token.kind == "path" and bool(_ALTERNATIVES.fullmatch(token.text))
 
 
 def _acronym(text: str) -> bool:
@@ -144,6 +156,7 @@ def _demand_identifiers(clauses: list[Clause]) -> list[Identifier]:
         if i.kind in identifiers.CODE_KINDS
         and i.kind != "key"
         and not (i.kind == "host" and any(i.norm in u for u in urls))
+        and not _ALTERNATIVES.fullmatch(i.text)
     ]
 
 
@@ -187,11 +200,13 @@ def _gives_reason(clause: Clause) -> bool:
 
 def _before_anchor(clause: Clause) -> list[Token]:
     """A clause cut at its first anchor word: "warm the cache before cutover" -> "warm the
-    cache"."""
+    cache". An anchor after "only" is the demand's content: "commit only after processing"
+    asks for the order itself."""
     head: list[Token] = []
     for token in clause.tokens:
         if token.kind == "word" and token.lower in lx.ANCHORS and head:
-            break
+            if head[-1].lower != "only":
+                break
         head.append(token)
     return head
 
@@ -228,8 +243,9 @@ def unit_stems(clauses: list[Clause], names: set[str]) -> list[str]:
     stems += [
         stem(w)
         for i in identifiers.find(plain)
-        if i.kind in ("flag", "key")
+        if i.kind in identifiers.CODE_KINDS
         for w in identifiers.split_words(i.text)
+        if len(w) > 2
     ]
     stems += quantity_terms(plain)
     return stems + [stem(w) for name in names for w in name.split()]
@@ -311,19 +327,19 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
         declared = revision.procedure.declared_binds(text)
         d.binds = declared or d.binds
         explicit.append(d)
-    found = [d for d in explicit if not _already(d, old)]
+    found = [d for d in explicit if not already(d, old)]
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
             continue
         d = demand(clauses[0].text, source)
-        if d is None or _already(d, old) or _notification(d):
+        if d is None or already(d, old) or _notification(d):
             continue
         if not any(meets(e, d.terms) for e in explicit):
             found.append(d)
     return found
 
 
-def _already(d: Demand, old: Facts) -> bool:
+def already(d: Demand, old: Facts) -> bool:
     """Met by the old version's steps, or restated from one of its preconditions (in other
     words: a restatement may change the verb, "archive the logs" to "keep a log archive")."""
     if met_by(d, old):
