@@ -204,9 +204,9 @@ def _before_anchor(clause: Clause) -> list[Token]:
     asks for the order itself."""
     head: list[Token] = []
     for token in clause.tokens:
-        if token.kind == "word" and token.lower in lx.ANCHORS and head:
-            if head[-1].lower != "only":
-                break
+        anchor = token.kind == "word" and token.lower in lx.ANCHORS
+        if anchor and head and head[-1].lower != "only":
+            break
         head.append(token)
     return head
 
