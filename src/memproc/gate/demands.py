@@ -37,6 +37,8 @@ MEET_SHARE = 0.6
 SEMANTIC_MEETS = 0.8
 # An identifier in a demand weighs as much as this many words: it names exactly one thing.
 IDENTIFIER_WEIGHT = 2
+# Terms a demand is read for at most: a demand is a sentence, not a document.
+MAX_TERMS = 32
 _GENERIC_STEMS = frozenset(stem(w) for w in lx.GENERIC_VERBS)
 _POPULATION = lx.words("everyone everybody anyone anybody nobody") | reach.CONSUMER_NOUNS
 _QUANTIFIERS = reach.SCOPE_QUANTIFIERS
@@ -102,8 +104,8 @@ def demand(text: str, source: str, whole: str = "") -> Demand | None:
                 strong.add(stemmed)
         terms += quantity_terms(" ".join(t.text for t in head))
         found |= artifacts(Clause(source, 0, clause.text, head))
-    terms = list(dict.fromkeys(terms))
-    idents = _demand_identifiers(clauses)
+    terms = list(dict.fromkeys(terms))[:MAX_TERMS]
+    idents = _demand_identifiers(clauses)[:MAX_TERMS]
     if not terms and not idents:
         return None
     binds = reach.infer(", ".join(c.text for c in clauses))
@@ -261,7 +263,8 @@ def _joined(clause: Clause) -> list[str]:
 
 def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -> bool:
     """Whether one unit of text (a step, a precondition) does what the demand asks."""
-    have = [t for t in d.terms if any(equivalent(t, s) for s in stems)]
+    offered = set(stems)
+    have = [t for t in d.terms if t in offered or any(equivalent(t, s) for s in offered)]
     matched = [i for i in d.idents if any(identifiers.same(i, o) for o in idents or [])]
     if d.verb is not None and d.verb not in have and d.verb in d.terms:
         return False  # "seal /vault/keys" is not met by reading /vault/keys

@@ -19,8 +19,11 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*:(?://)?[^\s,;()'\"`]+(?<![.])", re.I)
+# Each pattern starts at the start of a token (a lookbehind), so a long run of characters is
+# scanned once, not once per position.
+_URL = re.compile(r"(?<![\w.+-])[a-z][a-z0-9+.-]*:(?://)?[^\s,;()'\"`]+(?<![.])", re.I)
 _HOST_IN_URL = re.compile(
     r"^[a-z][a-z0-9+.-]*:(?:[a-z0-9+.-]*:)?//(?:[^@/\s]*@)?([^:/?#\s]+)", re.I
 )
@@ -40,9 +43,10 @@ _IMAGE = re.compile(
 _ENV = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*")
 _KEY = re.compile(r"(?<![\w.$-])([A-Za-z_][\w.-]*)\s*(?:=~|!=|==|=(?!=)|:(?=\s))")
-_BRACES = re.compile(r"([A-Za-z_][\w.]*)?\s*\{([^{}]*)\}")
+_BRACES = re.compile(r"(?:(?<![\w.])([A-Za-z_][\w.]*))?\s*\{([^{}]*)\}")
 _BY_LIST = re.compile(r"\b(?:by|without|on|group_left|group_right)\s*\(([^()]*)\)", re.I)
 _TEMPLATE = re.compile(r"\{[^{}/]*\}|<[^<>/]*>|(?<=/):[A-Za-z_]\w*|\$\{?[A-Za-z_]\w*\}?")
+_PARTS = re.compile(r"[./]")
 _CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -54,9 +58,9 @@ class Identifier:
     norm: str
     parent: str = ""  # for a member: the normalized name of the list's owner
 
-    @property
+    @cached_property
     def parts(self) -> list[str]:
-        return [p for p in re.split(r"[./]", self.norm) if p]
+        return [p for p in _PARTS.split(self.norm) if p]
 
 
 def normalize(text: str) -> str:
@@ -179,6 +183,11 @@ CODE_KINDS = NAMING_KINDS - {"pascal"} | {"flag", "key"}
 
 
 def same(a: Identifier, b: Identifier) -> bool:
+    return _same(a, b)
+
+
+@lru_cache(maxsize=65536)
+def _same(a: Identifier, b: Identifier) -> bool:
     """The same resource: equal names, one dotted name the tail of the other
     (`ledger.entries`, `finance.ledger.entries`; `shipment_id`, `msg.body.shipment_id`), or
     one path or URL inside the other."""

@@ -16,6 +16,7 @@ was for the dependent to read.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memproc.gate import identifiers, sequence
 from memproc.gate import lexicon as lx
@@ -72,13 +73,34 @@ _REMOVAL = (
 def _removed_in(text: str, ident: Identifier) -> bool:
     """The text names the identifier only to take it away: "decommission X", "RENAME
     COLUMN X TO Y", "(X removed ...)", "X is no longer set"."""
-    name = re.escape(ident.text)
+    for window in _removal_windows(text):
+        if ident.text in window:
+            before, after = _removal_patterns(ident.text)
+            if before.search(window) or after.search(window):
+                return True
+    return False
+
+
+_REMOVAL_WORD = re.compile(rf"\b{_REMOVAL}|\bgone\b|\bno longer\b", re.I)
+
+
+@lru_cache(maxsize=1024)
+def _removal_windows(text: str) -> tuple[str, ...]:
+    """The stretches of text around each removal word: only there can a name be removed."""
+    return tuple(
+        text[max(0, m.start() - 160) : m.end() + 160] for m in _REMOVAL_WORD.finditer(text)
+    )
+
+
+@lru_cache(maxsize=4096)
+def _removal_patterns(text: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    name = re.escape(text)
     before = rf"\b{_REMOVAL}\s+(?:the\s+|a\s+)?(?:[\w-]+\s+)?{name}(?![\w.-])"
     after = (
         rf"(?<![\w.-]){name}\s+(?:[\w-]+\s+)?(?:(?:is|are|was|were|has been|have been)\s+)?"
         rf"(?:{_REMOVAL}\b|gone\b|no longer\b)"
     )
-    return bool(re.search(before, text, re.I) or re.search(after, text, re.I))
+    return re.compile(before, re.I), re.compile(after, re.I)
 
 
 def _renamed_to(revision: Facts, ident: Identifier) -> list[Identifier]:

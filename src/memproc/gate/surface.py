@@ -101,10 +101,12 @@ def shared_surface(
 
 def shared_identifiers(old: Facts, revision: Facts, dependent: Facts) -> set[str]:
     """Identifiers of the revised procedure (either version) the dependent also names."""
-    theirs = [i for i in dependent.identifiers if i.kind in identifiers.GLOB_TARGETS]
+    theirs = list(
+        dict.fromkeys(i for i in dependent.identifiers if i.kind in identifiers.GLOB_TARGETS)
+    )
     found = set()
     revised = (*old.identifiers, *revision.identifiers, *revision.precondition_identifiers)
-    for mine in revised:
+    for mine in dict.fromkeys(revised):
         if mine.kind not in identifiers.GLOB_TARGETS:
             continue
         for other in theirs:

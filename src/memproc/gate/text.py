@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memproc.gate import lexicon as lx
 
@@ -69,6 +70,7 @@ _SUFFIXES = (
 )
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper: "validations", "validate", "validating" -> "valid". Matching
     is by prefix (see `same_stem`), so what this leaves need not be a word."""
@@ -96,14 +98,17 @@ def _synonym_stems() -> list[frozenset[str]]:
 _SYNONYM_STEMS = _synonym_stems()
 
 
+@lru_cache(maxsize=16384)
+def _classes(word: str) -> frozenset[int]:
+    """The synonym classes a stem belongs to (by `same_stem` with one of their words)."""
+    return frozenset(
+        i for i, group in enumerate(_SYNONYM_STEMS) if any(same_stem(word, s) for s in group)
+    )
+
+
 def equivalent(a: str, b: str) -> bool:
     """The same stem, or two words of one synonym class."""
-    if same_stem(a, b):
-        return True
-    return any(
-        any(same_stem(a, s) for s in group) and any(same_stem(b, s) for s in group)
-        for group in _SYNONYM_STEMS
-    )
+    return same_stem(a, b) or bool(_classes(a) & _classes(b))
 
 
 @dataclass(frozen=True)

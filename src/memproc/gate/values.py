@@ -16,8 +16,10 @@ from memproc.gate import lexicon as lx
 from memproc.gate.identifiers import split_words
 from memproc.gate.model import Procedure
 
+# Every pattern starts at the start of a token (a lookbehind), so a long run of word
+# characters is scanned once, not once per position.
 _KEY_VALUE = re.compile(
-    r"(?P<key>[A-Za-z_$][\w.\-/$]*(?:[ \t][A-Za-z][\w\-]*){0,2})\s*"
+    r"(?<![\w.\-/$])(?P<key>[A-Za-z_$][\w.\-/$]*(?:[ \t][A-Za-z][\w\-]*){0,2})\s*"
     r"(?P<op>==|=|:(?=\s))\s*(?P<value>[^\s].*)$"
 )
 _FLAG = re.compile(r"(?<![\w-])(?P<key>--?[A-Za-z][\w-]*)(?:=|\s+)(?P<value>[^\s-][^\s]*)")

@@ -65,11 +65,14 @@ def gate_procedure(procedure_id: str, name: str, body: dict[str, Any]) -> gate.P
     apart), who each binds where declared, outputs as text and as declared outputs."""
     preconditions = body.get("preconditions", [])
     outputs = body.get("outputs", [])
-    texts = tuple(p if isinstance(p, str) else p["text"] for p in preconditions if _is_text(p))
+    texts = tuple(
+        _cap(p if isinstance(p, str) else p["text"]) for p in preconditions if _is_text(p)
+    )
+    steps = body.get("steps", [])
     return gate.Procedure(
         id=procedure_id,
         name=name,
-        steps=tuple(gate.Step(s["action"], s.get("detail", "")) for s in body.get("steps", [])),
+        steps=tuple(gate.Step(_cap(s["action"]), _cap(s.get("detail", ""))) for s in steps),
         preconditions=texts,
         conditions=tuple((p["key"], p["value"]) for p in preconditions if _is_keyed(p)),
         outputs=tuple(output_text(o) for o in outputs),
@@ -82,6 +85,15 @@ def gate_procedure(procedure_id: str, name: str, body: dict[str, Any]) -> gate.P
         consumes=tuple(_consumed(c) for c in body.get("consumes", [])),
         binds=tuple(_binds(p) for p in preconditions if isinstance(p, dict) and p.get("binds")),
     )
+
+
+# The gate reads this much of each text: steps are terse, and a bound keeps a pathological
+# text from holding an evolve for seconds (its rules are linear in it, some pairwise).
+GATE_TEXT_CHARS = 1000
+
+
+def _cap(text: str) -> str:
+    return text[:GATE_TEXT_CHARS]
 
 
 def _is_text(precondition: Any) -> bool:
