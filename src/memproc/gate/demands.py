@@ -214,15 +214,12 @@ def _before_anchor(clause: Clause) -> list[Token]:
 
 
 def _without_subject(tokens: list[Token]) -> list[Token]:
-    """A subject that only says who must comply ("every job must", "readers") is no part of
-    what is demanded."""
+    """The subject before a modal says who or what must comply ("every job must", "a release
+    needs"); the demand is what follows it."""
     words = [t.lower for t in tokens]
     for i, word in enumerate(words[:5]):
-        if word in ("must", "should", "shall", "need", "needs"):
-            subject = set(words[:i])
-            if subject & (_QUANTIFIERS | _POPULATION):
-                return tokens[i + 1 :]
-            return tokens
+        if word in ("must", "should", "shall", "need", "needs") and i > 0:
+            return tokens[i + 1 :]  # "a pull request needs two approvals": the approvals
     if words and words[0] in _POPULATION:
         # "everybody on this team signs...": the population and where it lives
         rest = 1

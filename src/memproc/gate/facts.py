@@ -149,8 +149,9 @@ class Facts:
     def permissions(self) -> list[tuple[int, Clause, list[str]]]:
         """(level, clause, the stems of its whole unit) for each clause granting a level."""
         found = []
+        name = [stem(w) for w in self.procedure.name.lower().split()]
         for clauses in self.units.values():
-            subject = [s for c in clauses for s in c.stems()]
+            subject = [s for c in clauses for s in c.stems()] + name
             # the words inside names count: "policies/bucket.writerRole" speaks of a role
             subject += [
                 stem(w)

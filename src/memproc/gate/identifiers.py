@@ -33,7 +33,7 @@ _DOTTED = re.compile(r"(?<![\w./-])[A-Za-z_$][\w-]*(?:\.[A-Za-z_*{][\w*{}-]*)+(?
 _SNAKE = re.compile(r"(?<![\w.$-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])")
 _CAMEL = re.compile(r"(?<![\w.$-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])")
 _PASCAL = re.compile(r"(?<![\w.$-])[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*(?![\w])")
-_KEBAB_DIGIT = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/])")
+_KEBAB_DIGIT = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+(?:\.\d+)*)+(?![\w/])")
 _KEBAB_WORD = re.compile(r"(?<![\w.$/-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w/*])")
 _GLOB = re.compile(r"(?<![\w/.:*-])(?=[\w.-]*[A-Za-z]{2})[\w.-]*\*[\w.*-]*(?![\w/])")
 _HEADER = re.compile(r"(?<![\w.$/-])(?=\S*[a-z])[A-Z][a-z0-9]*(?:-[A-Z][a-z0-9]*)+(?![\w/])")

@@ -108,7 +108,7 @@ def tightened_permissions(
         if not before and level >= lx.PERMISSION_LEVELS["write"]:
             continue
         for writer in dependent.clauses:
-            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=at_least):
+            if _writes(writer) and _shares_subject(subject, _context(writer, dependent), at_least):
                 findings.append(
                     Finding(
                         dependent_id=dependent.procedure.id,
@@ -122,6 +122,15 @@ def tightened_permissions(
                 )
                 break
     return findings
+
+
+def _context(writer: Clause, dependent: Facts) -> list[str]:
+    """What a writing clause speaks of: itself, and, when it names a credential by a bare noun
+    ("the same token"), the whole procedure that says which."""
+    stems = writer.stems()
+    if {t.lower for t in writer.words} & lx.PERMISSION_SUBJECTS:
+        stems = stems + dependent.all_stems + [stem(w) for w in dependent.procedure.name.split()]
+    return stems
 
 
 def _writes(clause: Clause) -> bool:

@@ -46,6 +46,18 @@ def _matches(a: Identifier, b: Identifier) -> bool:
 
 
 def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
+    found = _named_by(ident, dependent)
+    return None if found is None or _only_negated(found, dependent) else found
+
+
+def _only_negated(ident: Identifier, dependent: Facts) -> bool:
+    """Every mention is negated: "never requests WebP" does not use WebP."""
+    wanted = ident.text.lower()
+    hits = [t for c in dependent.clauses for t in c.tokens if wanted in t.lower]
+    return bool(hits) and all(t.negated for t in hits)
+
+
+def _named_by(ident: Identifier, dependent: Facts) -> Identifier | None:
     for other in dependent.identifiers:
         if other.kind not in _KINDS | {"key"}:
             continue
@@ -164,7 +176,28 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
             reported.add(ident.norm)
             new = new or _renamed_to(revision, ident)
             findings.append(_finding(old, index, ident, new, used, dependent))
-    return findings
+    return findings or _newly_taken_away(revision, taken_away, dependent, reported)
+
+
+def _newly_taken_away(
+    revision: Facts, taken_away: list[Identifier], dependent: Facts, reported: set[str]
+) -> list[Finding]:
+    """A name the revision removes that the old version never wrote out ("remove the
+    ubuntu-20.04 label") but the dependent uses: it was there, and now it is not."""
+    for ident in taken_away:
+        if ident.norm in reported or ident.kind == "flag":
+            continue
+        used = _used_by(ident, dependent)
+        if used is not None:
+            return [
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="removed_output",
+                    detail=(f"the revision removes {ident.text}; the dependent uses {used.text}"),
+                    evidence={"dependent": used.text},
+                )
+            ]
+    return []
 
 
 def _same_command(flag: Identifier, step: Step, dependent: Facts) -> Identifier | None:
