@@ -122,8 +122,9 @@ def _alternatives(token: Token) -> bool:
 
 
 def _acronym(text: str) -> bool:
-    """An acronym ("SBOM", "2FA", "mTLS" aside) names one specific thing."""
-    return len(text) >= 2 and text.isupper() and text.isalnum()
+    """An acronym ("SBOM", "2FA", "UTF-8"; not "mTLS") names one specific thing."""
+    bare = text.replace("-", "")
+    return len(bare) >= 2 and bare.isupper() and bare.isalnum()
 
 
 def _measure_tokens(tokens: list[Token]) -> set[int]:
@@ -171,9 +172,12 @@ def _reaching(binds: Binds) -> Binds | None:
 
 
 def _term(token: Token) -> str:
-    """A demand's term for a token: a hyphenated word is one term ("opt-in")."""
+    """A demand's term for a token: a hyphenated word is one term ("opt-in"). Adverbs of
+    manner ("explicitly", "strictly") say how, not what, and are no term."""
     word = token.lower
     if word in lx.STOPWORDS or word in _QUANTIFIERS or word in _POPULATION:
+        return ""
+    if word.endswith("ly") and len(word) > 5 and token.kind == "word":
         return ""
     stemmed = stem(word.replace("-", "")) if "-" in word else stem(word)
     return "" if stemmed in _GENERIC_STEMS else stemmed
@@ -409,7 +413,9 @@ def _elsewhere(d: Demand, dependent: Facts, surface: Surface) -> bool:
 
 
 _SUBJECT_PLACE = re.compile(
-    r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+must\b", re.I
+    r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+"
+    r"(?:must|needs?|requires?|should)\b",
+    re.I,
 )
 
 
@@ -424,9 +430,7 @@ def _places(text: str) -> list[str]:
         # "on the X" places anything; "in/into/at the X" only a host or machine
         if words and (match.group(1).lower() == "on" or words[-1].lower() in ENVIRONMENT_NOUNS):
             found.append(" ".join(words))
-    subject = re.match(
-        r"\s*(?:the|every|each|all|our)\s+((?:[\w.-]+\s+){0,2}[\w.-]+?)\s+must\b", text, re.I
-    )
+    subject = _SUBJECT_PLACE.match(text)
     if subject and subject.group(1).split()[-1].lower() in ENVIRONMENT_NOUNS:
         found.append(subject.group(1))
     return found
@@ -475,12 +479,26 @@ def unmet_preconditions(
             continue
         if local_to_revision(d, revision, dependent, surface):
             continue
-        if met_by(d, dependent, names) or any(
-            _semantically_met(d, clauses, similarity) for _, clauses in units(dependent)
+        conflict = _conflicting_setting(d, dependent)
+        if conflict is None and (
+            met_by(d, dependent, names)
+            or any(_semantically_met(d, clauses, similarity) for _, clauses in units(dependent))
         ):
             continue
         findings.append(_unmet(d, dependent, surface))
     return findings
+
+
+def _conflicting_setting(d: Demand, dependent: Facts) -> values.Setting | None:
+    """The demand sets a key ("Encrypt=True") that the dependent sets otherwise."""
+    wanted = {
+        s.key: s.value.split()[0] for s in values.settings_of_text(d.text, d.source) if s.value
+    }
+    for setting in values.settings(dependent.procedure):
+        value = setting.value.split()[0] if setting.value else ""
+        if setting.key in wanted and value and value != wanted[setting.key]:
+            return setting
+    return None
 
 
 def context_names(procedure: Procedure) -> set[str]:

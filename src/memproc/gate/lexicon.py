@@ -131,6 +131,7 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     words("column field attribute"),
     words("lower reduce decrease drop cut shorten"),
     words("notify notification notice inform"),
+    words("read open load parse"),
 )
 
 # Common data, archive, text-encoding and media formats, and their file extensions.

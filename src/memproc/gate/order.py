@@ -25,7 +25,9 @@ from memproc.gate.text import equivalent, split_clauses, stem
 
 # Words that open a step waiting for an event: English subordinators of time, and the verbs
 # of subscribing and listening (general vocabulary).
-EVENT_OPENERS = lx.words("on when whenever once after upon triggered subscribe listen wait await")
+EVENT_OPENERS = lx.words(
+    "on when whenever once after upon trigger triggers triggered subscribe listen wait await"
+)
 _QUOTED = re.compile(r"['\"‘“]([^'\"’”]{3,})['\"’”]")
 _NOTIFY = frozenset(stem(w) for w in lx.NOTIFY_VERBS)
 _GENERIC = frozenset(stem(w) for w in lx.GENERIC_VERBS | EVENT_OPENERS)

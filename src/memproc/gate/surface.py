@@ -242,7 +242,7 @@ def _names_revised(name: str, dependent: Facts) -> bool:
     if len(words) >= 2 and f" {wanted} " in text:
         return True
     rest = [w for w in words[1:] if w not in lx.STOPWORDS]
-    return len(rest) >= 2 and f" {' '.join(words[1:])} " in text
+    return len(rest) >= 2 and f" {' '.join(rest)} " in text
 
 
 def text_of(facts: Facts) -> str:
