@@ -82,7 +82,7 @@ def _tighter(d: Direction, old: units.Quantity, new: units.Quantity) -> bool:
 
 
 def tightened(old: Procedure, revision: Procedure) -> list[Bound]:
-    found = _from_settings(old, revision)
+    found = _from_settings(old, revision) + _new_settings(old, revision)
     seen = {b.where for b in found}
     return found + [b for b in _from_steps(old, revision) if b.where not in seen]
 
@@ -99,6 +99,28 @@ def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
         after = _quantity(change.new, memory, words)
         if before and after and _tighter(d, before, after):
             found.append(Bound(change.key, d, before, after, change.where))
+    return found
+
+
+_UNBOUNDED = {"upper": float("inf"), "lower": 0.0}
+
+
+def _new_settings(old: Procedure, revision: Procedure) -> list[Bound]:
+    """A bound set where there was none (`statement_timeout = 30s` added): everything past
+    it is newly cut off. Only measured bounds (time, size, rate): a bare count is too often
+    something else."""
+    before = {s.key for s in values.settings(old)}
+    found = []
+    for setting in values.settings(revision):
+        d = direction(setting.words)
+        if setting.key in before or d is None:
+            continue
+        memory = bool(set(setting.words) & units.SIZE_WORDS)
+        new = _quantity(setting.value, memory, setting.words)
+        if new is None or new.dimension == "count":
+            continue
+        old_q = units.Quantity(new.dimension, _UNBOUNDED[d], "no limit")
+        found.append(Bound(setting.key, d, old_q, new, setting.where))
     return found
 
 
@@ -158,7 +180,8 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
         if not source.startswith("step"):
             continue
         for q in units.scan(text):
-            if q.dimension != bound.new.dimension:
+            dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"
+            if dimension != bound.new.dimension:
                 continue
             lo, hi = sorted((bound.old.value, bound.new.value))
             inside = lo < q.value <= hi if bound.direction == "upper" else lo <= q.value < hi

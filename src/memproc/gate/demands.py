@@ -307,6 +307,11 @@ def _unit_identifiers(facts: Facts, source: str) -> list[Identifier]:
     return identifiers.find(text)
 
 
+# Weighted share of a demand the steps together must hold when no one step meets it: a
+# demand met across steps ("BEGIN ... SERIALIZABLE", "UPDATE ...", "COMMIT") is met.
+MEET_ACROSS_SHARE = 0.75
+
+
 def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
     for source, clauses in units(facts):
         stems = unit_stems(clauses, names or set())
@@ -314,7 +319,22 @@ def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
             return True
         if _met_on_the_tool(d, stems, entities(facts.procedure), clauses):
             return True
-    return False
+    return _met_across_steps(d, facts, names or set())
+
+
+def _met_across_steps(d: Demand, facts: Facts, names: set[str]) -> bool:
+    steps = [c for c in facts.clauses if c.source.startswith("step")]
+    if not steps:
+        return False
+    stems = set(unit_stems(steps, names))
+    have = [t for t in d.terms if t in stems or any(equivalent(t, s) for s in stems)]
+    if d.verb is not None and d.verb in d.terms and d.verb not in have:
+        return False
+    offered = [i for c in steps for i in identifiers.find(c.text)]
+    matched = [i for i in d.idents if any(identifiers.same(i, o) for o in offered)]
+    weight = sum(_weight(d, t) for t in d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
+    score = sum(_weight(d, t) for t in have) + IDENTIFIER_WEIGHT * len(matched)
+    return weight > 0 and score >= MEET_ACROSS_SHARE * weight
 
 
 # -- which demands are new -----------------------------------------------------------------------

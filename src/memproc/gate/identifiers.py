@@ -198,8 +198,8 @@ def _same(a: Identifier, b: Identifier) -> bool:
         return name.kind != "glob" and fnmatch.fnmatchcase(name.norm, glob.norm)
     if a.kind in ("path", "url") and b.kind in ("path", "url"):
         left, right = _path_of(a), _path_of(b)
-        if a.kind != b.kind and left and left == right:
-            return True  # GET /v3/parcels and https://api.example.org/v3/parcels
+        if a.kind != b.kind and left and right:  # GET /v3/parcels, https://x.org/v3/parcels
+            return left == right or _within(left, right) or _within(right, left)
         return _within(a.norm, b.norm) or _within(b.norm, a.norm)
     return _tail(a.parts, b.parts) or _tail(b.parts, a.parts)
 

@@ -88,7 +88,8 @@ def same_stem(a: str, b: str) -> bool:
     if a == b:
         return True
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= 5 and long_.startswith(short)
+    # a word goes on in letters: "email" is no prefix of the name "email_sha256"
+    return len(short) >= 5 and long_.startswith(short) and long_[len(short)].isalpha()
 
 
 def _synonym_stems() -> list[frozenset[str]]:
