@@ -342,3 +342,47 @@ def test_a_changed_value_the_dependent_relies_on() -> None:
     other = proc("c", "count media", ["MinIO"], ["list the archives"])
     assert verdict(old, new, reader) == ["changed_value"]
     assert verdict(old, new, other) == []
+
+
+def test_a_bound_set_where_there_was_none_cuts_off_what_lies_past_it() -> None:
+    old = proc("a", "tune the database", ["MariaDB"], [("edit my.cnf", "")])
+    new = proc("a", "tune the database", ["MariaDB"], [("edit my.cnf", "max_execution_time = 20s")])
+    long_query = proc(
+        "b", "yearly report", ["MariaDB"], [("run the report query", "takes about 3 minutes")]
+    )
+    short_query = proc(
+        "c", "daily report", ["MariaDB"], [("run the report query", "takes about 5 seconds")]
+    )
+    assert verdict(old, new, long_query) == ["tightened_limit"]
+    assert verdict(old, new, short_query) == []
+
+
+def test_a_renewal_period_past_a_shortened_lease() -> None:
+    old = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 90s")])
+    new = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 20s")])
+    slow = proc("b", "leader election", ["Consul"], [("hold the lock", "renews every 45 seconds")])
+    fast = proc("c", "leader election", ["Consul"], [("hold the lock", "renews every 5 seconds")])
+    assert verdict(old, new, slow) == ["tightened_limit"]
+    assert verdict(old, new, fast) == []
+
+
+def test_a_demand_met_across_steps_and_one_set_otherwise() -> None:
+    old = proc("a", "write to the journal", ["CockroachDB"], ["INSERT INTO journal"])
+    new = proc(
+        "a",
+        "write to the journal",
+        ["CockroachDB"],
+        ["INSERT INTO journal"],
+        preconditions=["journal writes use follower_reads=off"],
+    )
+    across = proc(
+        "b",
+        "correct the journal",
+        ["CockroachDB"],
+        ["SET follower_reads=off", "UPDATE journal SET amount = 0 WHERE id = 7", "COMMIT"],
+    )
+    otherwise = proc(
+        "c", "read the journal", ["CockroachDB"], ["SET follower_reads=on", "SELECT 1"]
+    )
+    assert verdict(old, new, across) == []
+    assert verdict(old, new, otherwise) == ["unmet_precondition"]
