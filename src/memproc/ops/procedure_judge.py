@@ -23,6 +23,7 @@ from memproc.ops.context import JudgeReply, OpContext
 from memproc.ops.procedure_views import finding_views
 from memproc.protocol.procedure_messages import (
     ChangeSet,
+    Condition,
     Consumed,
     JudgedProcedure,
     JudgeParams,
@@ -211,8 +212,11 @@ def change_set(changes: gate.Changes) -> ChangeSet:
 
 
 def judged_procedure(procedure: gate.Procedure) -> JudgedProcedure:
-    preconditions: list[Any] = list(procedure.preconditions)
-    preconditions += [f"{k} {v}" for k, v in procedure.conditions]
+    preconditions: list[Any] = [
+        Condition(text=text, binds=binds) if (binds := procedure.declared_binds(text)) else text
+        for text in procedure.preconditions
+    ]
+    preconditions += [Condition(key=k, value=v) for k, v in procedure.conditions]
     return JudgedProcedure(
         id=procedure.id,
         name=procedure.name,
