@@ -2,32 +2,58 @@
 
 For each system (latest-wins, the reference rule, memproc's gate) one `memproc serve` runs on
 a temporary database with `MEMPROC_PROCEDURE_GATE` set to it; every case gets its own scope,
-where `procedure.create` stores the old version and the dependent, then `procedure.evolve`
-submits the revision. A case is flagged when the revision comes back quarantined.
+where `procedure.create` stores the old version and the dependent (with their declared
+`produces`, `consumes` and `{text, binds}` preconditions), then `procedure.evolve` submits
+the revision. A case is flagged when the revision comes back quarantined.
 
     silent regression = breaking cases not flagged / breaking cases
     false quarantine  = safe cases flagged / safe cases
+    ask rate          = cases whose verdict came from the judge / cases
+
+memproc is reported twice. "rules only": no judge, so a pair the gate leaves undecided is
+settled by the default policy (quarantine). "scripted judge": a judge that answers every
+question from the case's ground truth; it measures how often the gate asks (the ask rate),
+not how well a model judges. While the service cannot yet ask over the stream, the scripted
+judge is applied to the pairs the evolve result lists as undecided and settled by policy,
+which is the same decision; answers the service did ask for are counted as asked too.
+
+Cases of the blind set are read from `procinterfere/blind_cases.jsonl`, one half at a time
+(`--half dev` while tuning; the test half is run once, for the report, with no per-case rows).
+Cases with declared contracts (class `contract`) are reported apart.
 
     .venv/bin/python benchmarks/procinterfere.py --data ../shared/data/procinterfere/cases.jsonl \
-        --extra benchmarks/procinterfere/cases_extra.jsonl
+        --extra benchmarks/procinterfere/cases_extra.jsonl --half dev --judge scripted
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SYSTEMS = ("latest_wins", "reference", "memproc")
+HERE = Path(__file__).resolve().parent
+BLIND = HERE / "procinterfere" / "blind_cases.jsonl"
+
+
+def _split_module() -> Any:
+    spec = importlib.util.spec_from_file_location("split", HERE / "procinterfere" / "split.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class Server:
-    """`memproc serve` over pipes, one request at a time."""
+    """`memproc serve` over pipes, one request at a time; a `gate/judge` request from the
+    service is answered by `judge` (the scripted judge) before the reply is read."""
 
     def __init__(self, db: str, gate: str, extra: list[str]) -> None:
         env = dict(os.environ, MEMPROC_PROCEDURE_GATE=gate)
@@ -36,17 +62,36 @@ class Server:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
         self.next_id = 0
+        self.verdict: str | None = None  # the scripted judge's answer for the current case
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdout is not None
         self.next_id += 1
-        line = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(line).encode() + b"\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("method") == "gate/judge" and "id" in reply:
+                self._answer_judge(reply)
+                continue
+            if "method" in reply:
+                continue  # a notification
+            break
         if "error" in reply:
             raise RuntimeError(f"{method}: {reply['error']}")
         return reply["result"]
+
+    def _answer_judge(self, request: dict[str, Any]) -> None:
+        if self.verdict is None:
+            error = {"code": -32601, "message": "no judge"}
+            self._send({"jsonrpc": "2.0", "id": request["id"], "error": error})
+            return
+        answer = {"verdict": self.verdict, "reason": "scripted from the case's ground truth"}
+        self._send({"jsonrpc": "2.0", "id": request["id"], "result": answer})
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -64,14 +109,15 @@ def create_params(scope: str, procedure: dict[str, Any]) -> dict[str, Any]:
         "preconditions": procedure.get("metadata", {}).get("preconditions", []),
         "entity_names": procedure.get("entity_names", []),
     }
-    for key in ("outputs", "aliases", "trigger"):
+    for key in ("outputs", "aliases", "trigger", "produces", "consumes"):
         if procedure.get(key):
             params[key] = procedure[key]
     return params
 
 
-def run_case(server: Server, case: dict[str, Any]) -> dict[str, Any]:
+def run_case(server: Server, case: dict[str, Any], judge: bool) -> dict[str, Any]:
     scope = f"case:{case['id']}"
+    server.verdict = ("breaks" if case["should_flag"] else "safe") if judge else None
     old = server.call("procedure.create", create_params(scope, case["old"]))
     dependent = dict(case["dependent"])
     if dependent["name"] == case["old"]["name"]:
@@ -79,66 +125,148 @@ def run_case(server: Server, case: dict[str, Any]) -> dict[str, Any]:
     server.call("procedure.create", create_params(scope, dependent))
     revision = create_params(scope, case["revision"])
     evolve = {k: v for k, v in revision.items() if k not in ("scope", "name")}
-    result = server.call(
+    return server.call(
         "procedure.evolve", {"scope": scope, "id": old["id"], "reason": "benchmark", **evolve}
     )
-    return result
 
 
-def rates(rows: list[tuple[dict[str, Any], bool]]) -> tuple[str, str]:
-    breaking = [flag for case, flag in rows if case["should_flag"]]
-    safe = [flag for case, flag in rows if not case["should_flag"]]
-    silent = sum(not f for f in breaking)
-    false = sum(safe)
+@dataclass(frozen=True)
+class Verdict:
+    flagged: bool
+    asked: bool = False
+
+
+def rules_only(result: dict[str, Any]) -> Verdict:
+    return Verdict(result["status"] == "quarantined")
+
+
+def with_scripted_judge(result: dict[str, Any], case: dict[str, Any]) -> Verdict:
+    """The verdict had a judge answered every undecided pair from the ground truth."""
+    pairs = result.get("undecided", [])
+    asked_by_service = any(p["settled_by"] == "judge" for p in pairs)
+    decided = [f for f in result["findings"] if f["pattern"] not in ("undecided", "judge_breaks")]
+    if decided:
+        return Verdict(True, asked_by_service)
+    open_pairs = [p for p in pairs if p["settled_by"] == "judge" or p["outcome"] != "not_asked"]
+    if open_pairs:
+        return Verdict(bool(case["should_flag"]), True)
+    return Verdict(result["status"] == "quarantined")
+
+
+def rates(cases: list[dict[str, Any]], verdicts: list[Verdict]) -> tuple[str, str, str]:
+    breaking = [v.flagged for c, v in zip(cases, verdicts, strict=True) if c["should_flag"]]
+    safe = [v.flagged for c, v in zip(cases, verdicts, strict=True) if not c["should_flag"]]
+    silent, false, asked = sum(not f for f in breaking), sum(safe), sum(v.asked for v in verdicts)
     return (
         f"{silent}/{len(breaking)} = {100 * silent / max(1, len(breaking)):.1f}%",
         f"{false}/{len(safe)} = {100 * false / max(1, len(safe)):.1f}%",
+        f"{asked}/{len(verdicts)} = {100 * asked / max(1, len(verdicts)):.1f}%",
     )
 
 
-def evaluate(cases: list[dict[str, Any]], extra_flags: list[str]) -> dict[str, list[Any]]:
+def evaluate(
+    cases: list[dict[str, Any]], extra_flags: list[str], judge: bool
+) -> dict[str, list[Any]]:
     results: dict[str, list[Any]] = {}
     with tempfile.TemporaryDirectory(prefix="procinterfere-") as directory:
         for system in SYSTEMS:
             server = Server(str(Path(directory) / f"{system}.db"), system, extra_flags)
             try:
-                results[system] = [run_case(server, case) for case in cases]
+                results[system] = [
+                    run_case(server, c, judge and system == "memproc") for c in cases
+                ]
             finally:
                 server.close()
     return results
 
 
-def report(title: str, cases: list[dict[str, Any]], results: dict[str, list[Any]]) -> None:
+def columns(judge: bool) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = [
+        ("latest_wins", lambda r, c: rules_only(r)),
+        ("reference", lambda r, c: rules_only(r)),
+        ("memproc, rules only", lambda r, c: rules_only(r)),
+    ]
+    if judge:
+        found.append(("memproc, scripted judge", with_scripted_judge))
+    return found
+
+
+def report(
+    title: str,
+    cases: list[dict[str, Any]],
+    results: dict[str, list[Any]],
+    judge: bool,
+    rows: bool,
+) -> None:
     print(f"\n## {title} ({len(cases)} cases, {sum(c['should_flag'] for c in cases)} breaking)\n")
-    print("| system | silent regression | false quarantine |")
-    print("| --- | --- | --- |")
-    for system in SYSTEMS:
-        flags = [r["status"] == "quarantined" for r in results[system]]
-        silent, false = rates(list(zip(cases, flags, strict=True)))
-        print(f"| {system} | {silent} | {false} |")
-    print("\n| case | should flag | " + " | ".join(SYSTEMS) + " | memproc finding |")
-    print("| --- | --- | " + " | ".join("---" for _ in SYSTEMS) + " | --- |")
+    print("| system | silent regression | false quarantine | ask rate |")
+    print("| --- | --- | --- | --- |")
+    table: dict[str, list[Verdict]] = {}
+    for name, decide in columns(judge):
+        system = name.split(",")[0]
+        table[name] = [decide(r, c) for r, c in zip(results[system], cases, strict=True)]
+        silent, false, asked = rates(cases, table[name])
+        print(f"| {name} | {silent} | {false} | {asked if system == 'memproc' else '-'} |")
+    if rows:
+        _rows(cases, results, table)
+
+
+def _rows(
+    cases: list[dict[str, Any]], results: dict[str, list[Any]], table: dict[str, list[Verdict]]
+) -> None:
+    names = list(table)
+    print("\n| case | should flag | " + " | ".join(names) + " | memproc finding |")
+    print("| --- | --- | " + " | ".join("---" for _ in names) + " | --- |")
     for i, case in enumerate(cases):
         marks = []
-        for system in SYSTEMS:
-            flagged = results[system][i]["status"] == "quarantined"
-            marks.append(
-                ("flag" if flagged else "pass") + ("" if flagged == case["should_flag"] else " ✗")
-            )
-        patterns = sorted({f["pattern"] for f in results["memproc"][i]["findings"]})
+        for name in names:
+            verdict = table[name][i]
+            mark = "flag" if verdict.flagged else "pass"
+            mark += " (asked)" if verdict.asked else ""
+            marks.append(mark + ("" if verdict.flagged == case["should_flag"] else " ✗"))
+        memproc = results["memproc"][i]
+        patterns = sorted({f["pattern"] for f in memproc["findings"]})
+        patterns += [f"undecided:{p['why']}" for p in memproc.get("undecided", [])]
         cells = [case["id"], str(case["should_flag"]), *marks, ", ".join(patterns)]
         print("| " + " | ".join(cells) + " |")
 
 
-def load(path: str) -> list[dict[str, Any]]:
+def load(path: str | Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def sets(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]], bool]]:
+    """(title, cases, per-case rows shown) for every set asked for."""
+    found = []
+    if args.data:
+        found.append((f"public: {args.data}", load(args.data), True))
+    if args.extra:
+        found.append((f"extra: {args.extra}", load(args.extra), True))
+    if args.half:
+        half = _split_module().half
+        cases = [c for c in load(args.blind) if half(c["id"]) == args.half]
+        rows = args.half == "dev"  # never per-case rows of the test half
+        other = [c for c in cases if c.get("class") != "contract"]
+        contract = [c for c in cases if c.get("class") == "contract"]
+        found.append((f"blind {args.half} half, without contracts", other, rows))
+        found.append((f"blind {args.half} half, declared contracts", contract, rows))
+        found.append((f"blind {args.half} half, all", cases, False))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", required=True, help="ProcInterfere cases.jsonl")
+    parser.add_argument("--data", help="ProcInterfere cases.jsonl (the public 18)")
     parser.add_argument("--extra", help="more cases in the same shape, reported apart")
+    parser.add_argument("--blind", default=str(BLIND), help="the blind set")
+    parser.add_argument("--half", choices=("dev", "test"), help="which half of the blind set")
+    parser.add_argument(
+        "--judge",
+        choices=("none", "scripted"),
+        default="none",
+        help='"scripted": also report memproc with a judge answering from the ground truth',
+    )
     parser.add_argument(
         "--embedder",
         default="none",
@@ -149,11 +277,11 @@ def main() -> None:
     flags = ["--embedder", args.embedder, "--reranker", "none"]
     if args.models_dir:
         flags += ["--models-dir", args.models_dir]
-    print(f"# ProcInterfere through memproc serve (embedder: {args.embedder})")
-    for title, path in (("public", args.data), ("extra", args.extra)):
-        if path:
-            cases = load(path)
-            report(f"{title}: {path}", cases, evaluate(cases, flags))
+    judge = args.judge == "scripted"
+    print(f"# ProcInterfere through memproc serve (embedder: {args.embedder}, judge: {args.judge})")
+    for title, cases, rows in sets(args):
+        if cases:
+            report(title, cases, evaluate(cases, flags, judge), judge, rows)
 
 
 if __name__ == "__main__":

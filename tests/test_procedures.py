@@ -284,3 +284,29 @@ def test_current_procedures_serves_current_versions_only(
         ctx, pm.ListProceduresParams(scope=SCOPE, limit=5, cursor=listed.next_cursor)
     )
     assert {p.id for p in listed.items + rest.items} == {deploy, seed}
+
+
+def test_a_scope_alias_links_a_dependent_the_gate_could_not_see(ctx: OpContext) -> None:
+    """An alias the harness files makes a dependent a candidate and shares its entity; in
+    another scope the alias means nothing."""
+    from memproc.ops import entities
+
+    def scene(scope: str) -> pm.EvolveProcedureResult:
+        def make(name: str, entity: str, step: str) -> str:
+            params = {"scope": scope, "name": name, "entity_names": [entity]}
+            params["steps"] = [{"action": step}]
+            return procedures.create(ctx, msgspec.convert(params, pm.CreateProcedureParams)).id
+
+        ledger = make("rotate ledger credentials", "Ledger DB", "issue a new database user")
+        make("nightly reconciliation", "books", "read journal rows from books")
+        pre = ["every client of Ledger DB must reconnect with the new user"]
+        evolve_params = {"scope": scope, "id": ledger, "reason": "r", "preconditions": pre}
+        return procedures.evolve(ctx, msgspec.convert(evolve_params, pm.EvolveProcedureParams))
+
+    alias = pm.EntityAliasParams(scope=SCOPE, name="Ledger DB", aliases=["Books", "ledger"])
+    result = entities.alias(ctx, alias)
+    assert (result.name, result.aliases) == ("ledger db", ["books", "ledger"])
+    again = entities.alias(ctx, pm.EntityAliasParams(scope=SCOPE, name="ledger db", aliases=["gl"]))
+    assert again.aliases == ["books", "gl", "ledger"]
+    assert scene(SCOPE).status == "quarantined"
+    assert scene("other").status == "promoted"

@@ -74,6 +74,14 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # Which check guards procedure revisions: memproc's gate, or (to measure it against) the
     # reference rule or none at all ("latest_wins").
     procedure_gate: Literal["memproc", "reference", "latest_wins"] = "memproc"
+    # A pair the gate cannot decide is asked of the client's judge (`gate/judge`), which has
+    # this long to answer; with no judge, or no answer in time, `gate_undecided` settles it:
+    # "quarantine" (fail closed, for a review) or "promote".
+    judge_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 30.0
+    gate_undecided: Literal["quarantine", "promote"] = "quarantine"
+    # How long an evolve waits for a loading embedder before gating on the rules alone (the
+    # audit records which).
+    gate_model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=60)] = 2.0
 
 
 def _field_names() -> set[str]:

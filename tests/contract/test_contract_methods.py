@@ -45,6 +45,7 @@ METHOD_NAMES = {
     "procedure.review.list",
     "procedure.review.decide",
     "procedure.audit",
+    "entity.alias",
 }
 MEMORY_FIELDS = {
     "id",

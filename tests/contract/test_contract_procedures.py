@@ -190,3 +190,69 @@ def test_scopes_outside_the_allow_list_are_refused(spawn: Spawn) -> None:
     server = spawn("--scope", "allowed", "--embedder", "none")
     params = {"scope": "other", "name": "n", "steps": steps("a")}
     assert_error(server.call("procedure.create", params), -32004)
+
+
+def test_declared_contracts_round_trip_and_decide_the_gate(server: Client) -> None:
+    produced = {"id": "orders", "format": "csv", "version": "2.1", "available_after": "02:30"}
+    export = create(
+        server,
+        "export orders",
+        [],
+        "write the orders file",
+        produces=[produced],
+        preconditions=[{"text": "consumers read it within a day", "binds": "consumers"}],
+    )
+    load = create(
+        server,
+        "load orders",
+        [],
+        "read the orders file",
+        consumes=[{"id": "orders", "from": "export orders", "format": "csv", "version": ">=2,<3"}],
+        trigger="daily at 04:00 UTC",
+    )
+    got = server.result("procedure.get", {"scope": SCOPE, "id": export})["procedure"]
+    assert got["produces"] == [produced]
+    assert got["preconditions"] == [
+        {"text": "consumers read it within a day", "binds": "consumers"}
+    ]
+    read = server.result("procedure.get", {"scope": SCOPE, "id": load})["procedure"]
+    assert read["consumes"][0]["from"] == "export orders"
+    evolved = server.result(
+        "procedure.evolve",
+        {
+            "scope": SCOPE,
+            "id": export,
+            "reason": "parquet is smaller",
+            "produces": [{**produced, "format": "parquet"}],
+        },
+    )
+    assert evolved["status"] == "quarantined" and evolved["undecided"] == []
+    [finding] = evolved["findings"]
+    assert finding["dependent_id"] == load and finding["pattern"] == "changed_format"
+    assert finding["evidence"]["contract"] == "produces[id=orders].format"
+    assert (finding["evidence"]["old"], finding["evidence"]["new"]) == ("csv", "parquet")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path"),
+    [
+        ("preconditions", [{"binds": "self"}], "$.params.preconditions[0]"),
+        ("preconditions", [{"text": "x", "binds": "everyone"}], "$.params.preconditions[0].binds"),
+        ("produces", [{"id": "o", "available_after": "25:00"}], "$.params.produces[0]"),
+        ("consumes", [{"id": "o", "version": ">=2 <3"}], "$.params.consumes[0].version"),
+        ("consumes", [{"id": "o", "form": "x"}], "$.params.consumes[0]"),
+    ],
+)
+def test_malformed_contracts_are_invalid_params(
+    server: Client, field: str, value: Any, path: str
+) -> None:
+    params = {"scope": SCOPE, "name": "p", "steps": steps("a"), field: value}
+    data = assert_error(server.call("procedure.create", params), -32602)
+    assert data["path"].startswith(path)
+
+
+def test_entity_alias_files_names_and_rejects_bad_params(server: Client) -> None:
+    result = server.result("entity.alias", {"scope": SCOPE, "name": "K8s Prod", "aliases": ["kp"]})
+    assert result == {"name": "k8s prod", "aliases": ["kp"]}
+    assert_error(server.call("entity.alias", {"scope": SCOPE, "name": "x", "aliases": []}), -32602)
+    assert_error(server.call("entity.alias", {"name": "x", "aliases": ["y"], "z": 1}), -32602)

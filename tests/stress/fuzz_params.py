@@ -328,6 +328,7 @@ BUILDERS: dict[str, Callable[[Draw], Any]] = {
     "procedure.review.list": lambda d: d.scoped({}),
     "procedure.review.decide": _review_decide,
     "procedure.audit": _page("procedure.audit"),
+    "entity.alias": lambda d: d.scoped({"name": plain_word(d.rng), "aliases": [d.text()]}),
 }
 
 

@@ -1,86 +1,293 @@
 """New demands a revision makes of whatever shares its surface: preconditions and prohibitions.
 
-A demand is new when neither the old preconditions nor the old steps already met it. It is
-the dependent's problem only when the dependent shares the surface, the demand is not private
-to the revision (about resources only the revision touches), it is not a notification, and
-the dependent does not already meet it in other words. A negated mention ("does not run
-migrations") never meets a demand.
+A precondition is read clause by clause: a clause that forbids is a prohibition (judged as
+one, see `prohibitions`), a clause that only gives a reason ("so reruns stay cheap", "the
+queue is shared") is dropped, the rest is the demand. A demand is new when neither the old
+preconditions nor the old steps already met it.
+
+It is the dependent's problem only when it reaches the dependent (see `reach`): a declared
+`binds`, or a subject that speaks for others ("every job must..."), reaches; otherwise the
+demand binds the procedures sharing the surface, except when it is local to the revision
+(see `locality`):
+about resources only the revision touches, located on a host or machine the dependent never
+names ("on the render farm"), or a setting of a command the dependent never runs
+(`--threads 16` of the revision's own `encode-video`). A notification demands
+nothing. The dependent meets a demand when one of its steps (action and detail, read as one)
+does it, in other words or with the same identifiers; a negated mention never meets one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memproc.gate import identifiers, reach, values
 from memproc.gate import lexicon as lx
+from memproc.gate import units as measures
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
-from memproc.gate.model import Finding, Similarity
-from memproc.gate.surface import Surface, entities, names_entity, norm_entity
+from memproc.gate.identifiers import Identifier
+from memproc.gate.locality import local_to_revision
+from memproc.gate.model import Binds, Finding, Procedure, Similarity
+from memproc.gate.surface import Surface, entities, norm_entity
 from memproc.gate.text import Clause, Token, artifacts, equivalent, split_clauses, stem
 
-# Share of a demand's terms one step of a dependent must hold to meet it.
+# Weighted share of a demand's content one step of a dependent must hold to meet it.
 MEET_SHARE = 0.6
-# Share of a prohibition's terms one clause must hold to violate it.
-VIOLATE_SHARE = 0.75
 # Cosine similarity at which the caller's semantic signal alone says a step meets a demand.
 SEMANTIC_MEETS = 0.8
+# An identifier in a demand weighs as much as this many words: it names exactly one thing.
+IDENTIFIER_WEIGHT = 2
+# Terms a demand is read for at most: a demand is a sentence, not a document.
+MAX_TERMS = 32
 _GENERIC_STEMS = frozenset(stem(w) for w in lx.GENERIC_VERBS)
+_POPULATION = lx.words("everyone everybody anyone anybody nobody") | reach.CONSUMER_NOUNS
+_QUANTIFIERS = reach.SCOPE_QUANTIFIERS
+_RESOURCE_STEMS = frozenset(stem(w) for w in lx.RESOURCE_KINDS)
+_DETERMINERS = lx.words("this the our every each all any")
+# Words that open a clause giving a reason or a consequence, not a demand (English
+# subordinators and connectives).
+_REASON_OPENERS = lx.words("so because since as otherwise else for which that to avoid")
+_MODALS = lx.words("must should shall need needs needed required requires only have has")
+_COPULAS = lx.words("is are was were be been being get gets got")
 
 
 @dataclass
 class Demand:
     text: str
     source: str
-    terms: list[str]  # the content the demand asks for (anchor clause and generic verbs cut)
+    terms: list[str]  # the content the demand asks for (anchor and reason clauses cut)
     verb: str | None  # a specific leading verb the dependent must also do, if any
     artifacts: set[str]
+    idents: list[Identifier] = field(default_factory=list)
+    whole: str = ""  # the precondition it was read from
+    binds: Binds | None = None  # declared, or inferred from a subject that speaks for others
+    strong: frozenset[str] = frozenset()  # terms written as acronyms ("SBOM"): specific
+
+    @property
+    def reaches(self) -> bool:
+        return self.binds in ("scope", "consumers")
 
 
-def demand(text: str, source: str) -> Demand | None:
-    """Read a demand; None when it asks for nothing specific."""
-    clauses = split_clauses(text, source, 0)
+def demand(text: str, source: str, whole: str = "") -> Demand | None:
+    """Read the demand clauses of a text; None when they ask for nothing specific."""
+    clauses = demand_clauses(split_clauses(text, source, 0))
     terms: list[str] = []
+    strong: set[str] = set()
     verb = None
     found: set[str] = set()
     for clause in clauses:
-        head = _before_anchor(clause)
-        for token in head:
+        head = _without_subject(_before_anchor(clause))
+        measured = _measure_tokens(head)
+        for i, token in enumerate(head):
             if token.negated or token.kind not in ("word", "number", "version", "path", "env"):
                 continue
-            for part in token.lower.split("-"):
-                stemmed = stem(part)
-                if part in lx.STOPWORDS or stemmed in _GENERIC_STEMS or not part:
-                    continue
-                if verb is None and not terms and token is head[0]:
-                    verb = stemmed
-                terms.append(stemmed)
+            if i in measured:
+                continue  # "seven days" is read as a quantity, below
+            if _alternatives(token):  # "TLS/mTLS" names two things, not a path
+                parts = [Token("word", p) for p in token.text.split("/")]
+                terms += [_term(p) for p in parts if _term(p)]
+                strong |= {_term(p) for p in parts if _acronym(p.text) and _term(p)}
+                continue
+            stemmed = _term(token)
+            if not stemmed:
+                continue
+            if verb is None and not terms and token is head[0]:
+                verb = stemmed
+            terms.append(stemmed)
+            if _acronym(token.text):
+                strong.add(stemmed)
+        terms += quantity_terms(" ".join(t.text for t in head))
         found |= artifacts(Clause(source, 0, clause.text, head))
-    terms = list(dict.fromkeys(terms))
-    return Demand(text, source, terms, verb, found) if terms else None
+    terms = list(dict.fromkeys(terms))[:MAX_TERMS]
+    idents = _demand_identifiers(clauses)[:MAX_TERMS]
+    if not terms and not idents:
+        return None
+    binds = reach.infer(", ".join(c.text for c in clauses))
+    d = Demand(text, source, terms, verb, found, idents, whole or text, _reaching(binds))
+    d.strong = frozenset(strong)
+    return d
+
+
+_ALTERNATIVES = re.compile(r"[A-Za-z0-9]+(?:/[A-Za-z0-9]+)+")
+
+
+def _alternatives(token: Token) -> bool:
+    return token.kind == "path" and bool(_ALTERNATIVES.fullmatch(token.text))
+
+
+def _acronym(text: str) -> bool:
+    """An acronym ("SBOM", "2FA", "UTF-8"; not "mTLS") names one specific thing."""
+    bare = text.replace("-", "")
+    return len(bare) >= 2 and bare.isupper() and bare.isalnum()
+
+
+def _measure_tokens(tokens: list[Token]) -> set[int]:
+    """Positions of numbers (digits or English number words) and the unit after each."""
+    found: set[int] = set()
+    for i, token in enumerate(tokens):
+        if token.kind == "number" or (
+            token.lower in lx.NUMBER_WORDS and token.lower not in ("a", "an")
+        ):
+            found.add(i)
+            following = tokens[i + 1].lower.strip("'") if i + 1 < len(tokens) else ""
+            if following and measures.unit(following) is not None:
+                found.add(i + 1)
+    return found
+
+
+def quantity_terms(text: str) -> list[str]:
+    """Quantities as terms compared by value: "seven days" and "a week" are one term."""
+    for word, number in lx.NUMBER_WORDS.items():
+        if word not in ("a", "an"):
+            text = re.sub(rf"\b{word}\b", str(number), text, flags=re.I)
+    return [f"q:{q.dimension}:{q.value:g}" for q in measures.scan(text)]
+
+
+def _demand_identifiers(clauses: list[Clause]) -> list[Identifier]:
+    """The code names a demand holds; a URL's host is not counted apart from the URL."""
+    found = [i for c in clauses for i in identifiers.find(c.text)]
+    urls = {i.norm for i in found if i.kind == "url"}
+    return [
+        i
+        for i in found
+        if i.kind in identifiers.CODE_KINDS
+        and i.kind != "key"
+        and not (i.kind == "host" and any(i.norm in u for u in urls))
+        and not _ALTERNATIVES.fullmatch(i.text)
+    ]
+
+
+# Identifiers that say where, not what: meeting a demand takes more than naming the place.
+_PLACES = frozenset({"url", "host", "path", "glob"})
+
+
+def _reaching(binds: Binds) -> Binds | None:
+    return binds if binds != "self" else None
+
+
+def _term(token: Token) -> str:
+    """A demand's term for a token: a hyphenated word is one term ("opt-in"). Adverbs of
+    manner ("explicitly", "strictly") say how, not what, and are no term."""
+    word = token.lower
+    if word in lx.STOPWORDS or word in _QUANTIFIERS or word in _POPULATION:
+        return ""
+    if word.endswith("ly") and len(word) > 5 and token.kind == "word":
+        return ""
+    stemmed = stem(word.replace("-", "")) if "-" in word else stem(word)
+    return "" if stemmed in _GENERIC_STEMS else stemmed
+
+
+def demand_clauses(clauses: list[Clause]) -> list[Clause]:
+    """The clauses that ask for something: not prohibitions, not reasons given after it."""
+    found: list[Clause] = []
+    for clause in clauses:
+        if prohibited_terms(clause):
+            continue
+        if found and _gives_reason(clause):
+            continue
+        found.append(clause)
+    return found
+
+
+def _gives_reason(clause: Clause) -> bool:
+    words = [t.lower for t in clause.words]
+    if not words:
+        return True
+    if words[0] in _REASON_OPENERS:
+        return True
+    return bool(set(words) & _COPULAS) and not set(words) & _MODALS
 
 
 def _before_anchor(clause: Clause) -> list[Token]:
-    """A clause cut at its first anchor word: "run migrations before push" -> "run migrations"."""
+    """A clause cut at its first anchor word: "warm the cache before cutover" -> "warm the
+    cache". An anchor after "only" is the demand's content: "commit only after processing"
+    asks for the order itself."""
     head: list[Token] = []
     for token in clause.tokens:
-        if token.kind == "word" and token.lower in lx.ANCHORS and head:
+        anchor = token.kind == "word" and token.lower in lx.ANCHORS
+        if anchor and head and head[-1].lower != "only":
             break
         head.append(token)
     return head
 
 
+def _without_subject(tokens: list[Token]) -> list[Token]:
+    """The subject before a modal says who or what must comply ("every job must", "a release
+    needs"); the demand is what follows it."""
+    words = [t.lower for t in tokens]
+    for i, word in enumerate(words[:5]):
+        if word in ("must", "should", "shall", "need", "needs") and i > 0:
+            return tokens[i + 1 :]  # "a pull request needs two approvals": the approvals
+    if words and words[0] in _POPULATION:
+        # "everybody on this team signs...": the population and where it lives
+        rest = 1
+        if len(words) > 3 and words[1] in ("in", "of", "on") and words[2] in _DETERMINERS:
+            rest = 4
+        return tokens[rest:]
+    return tokens
+
+
+# -- meeting a demand ------------------------------------------------------------------------
+
+
 def unit_stems(clauses: list[Clause], names: set[str]) -> list[str]:
+    """The stems a unit offers to meet a demand: its words (hyphenated ones also joined),
+    the words of its flags and keys (`--sbom=true` offers "sbom"), its quantities by value,
+    and the names it works under."""
+    plain = " ".join(t.text for c in clauses for t in c.tokens if not t.negated)
     stems = [s for clause in clauses for s in clause.stems()]
+    stems += [s for clause in clauses for s in _joined(clause)]
+    stems += [
+        stem(w)
+        for i in identifiers.find(plain)
+        if i.kind in identifiers.CODE_KINDS
+        for w in identifiers.split_words(i.text)
+        if len(w) > 2
+    ]
+    stems += quantity_terms(plain)
     return stems + [stem(w) for name in names for w in name.split()]
 
 
-def meets(d: Demand, stems: list[str]) -> bool:
+def _joined(clause: Clause) -> list[str]:
+    return [
+        stem(t.lower.replace("-", ""))
+        for t in clause.tokens
+        if "-" in t.lower and not t.negated and t.kind == "word"
+    ]
+
+
+def meets(d: Demand, stems: list[str], idents: list[Identifier] | None = None) -> bool:
     """Whether one unit of text (a step, a precondition) does what the demand asks."""
-    have = [t for t in d.terms if any(equivalent(t, s) for s in stems)]
-    if d.verb is not None and d.verb not in have:
+    offered = set(stems)
+    have = [t for t in d.terms if t in offered or any(equivalent(t, s) for s in offered)]
+    matched = [i for i in d.idents if any(identifiers.same(i, o) for o in idents or [])]
+    if d.verb is not None and d.verb not in have and d.verb in d.terms:
+        return False  # "seal /vault/keys" is not met by reading /vault/keys
+    what = [i for i in d.idents if i.kind not in _PLACES]
+    if what and all(i in matched for i in what):
+        return True  # the same names: exactly what was asked for
+    weight = sum(_weight(d, t) for t in d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
+    score = sum(_weight(d, t) for t in have) + IDENTIFIER_WEIGHT * len(matched)
+    return weight > 0 and score >= math.ceil(MEET_SHARE * weight)
+
+
+def _weight(d: Demand, term: str) -> int:
+    return IDENTIFIER_WEIGHT if term in d.strong else 1
+
+
+def _met_on_the_tool(d: Demand, stems: list[str], names: set[str], clauses: list[Clause]) -> bool:
+    """The step does the demanded verb with the shared tool itself, and only generic resource
+    nouns are left unmatched: "tag the database" is met by "dbtool tag v1" when
+    the step runs the tool that owns the database."""
+    if d.verb is None or not any(equivalent(d.verb, s) for s in stems):
         return False
-    return len(have) >= math.ceil(MEET_SHARE * len(d.terms))
+    missing = [t for t in d.terms if not any(equivalent(t, s) for s in stems)]
+    if not missing or not all(t in _RESOURCE_STEMS for t in missing):
+        return False
+    words = {stem(t.lower) for c in clauses for t in c.words if not t.negated}
+    return any(stem(w) in words for name in names for w in name.split())
 
 
 def units(facts: Facts) -> Iterator[tuple[str, list[Clause]]]:
@@ -91,37 +298,78 @@ def units(facts: Facts) -> Iterator[tuple[str, list[Clause]]]:
     yield from grouped.items()
 
 
+def _unit_identifiers(facts: Facts, source: str) -> list[Identifier]:
+    text = " ".join(c.text for c in facts.units.get(source, []) if not c.negated)
+    return identifiers.find(text)
+
+
+# Weighted share of a demand the steps together must hold when no one step meets it: a
+# demand met across steps ("BEGIN ... SERIALIZABLE", "UPDATE ...", "COMMIT") is met.
+MEET_ACROSS_SHARE = 0.75
+
+
+def met_by(d: Demand, facts: Facts, names: set[str] | None = None) -> bool:
+    for source, clauses in units(facts):
+        stems = unit_stems(clauses, names or set())
+        if meets(d, stems, _unit_identifiers(facts, source)):
+            return True
+        if _met_on_the_tool(d, stems, entities(facts.procedure), clauses):
+            return True
+    return _met_across_steps(d, facts, names or set())
+
+
+def _met_across_steps(d: Demand, facts: Facts, names: set[str]) -> bool:
+    steps = [c for c in facts.clauses if c.source.startswith("step")]
+    if not steps:
+        return False
+    stems = set(unit_stems(steps, names))
+    have = [t for t in d.terms if t in stems or any(equivalent(t, s) for s in stems)]
+    if d.verb is not None and d.verb in d.terms and d.verb not in have:
+        return False
+    offered = [i for c in steps for i in identifiers.find(c.text)]
+    matched = [i for i in d.idents if any(identifiers.same(i, o) for o in offered)]
+    weight = sum(_weight(d, t) for t in d.terms) + IDENTIFIER_WEIGHT * len(d.idents)
+    score = sum(_weight(d, t) for t in have) + IDENTIFIER_WEIGHT * len(matched)
+    return weight > 0 and score >= MEET_ACROSS_SHARE * weight
+
+
 # -- which demands are new -----------------------------------------------------------------------
 
 
 def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     """Preconditions of the revision that the old version neither stated nor did, plus added
-    steps that declare a requirement ("the bucket now enforces encryption")."""
-    explicit = [
-        d
-        for i, text in enumerate(demand_texts(revision.procedure), start=1)
-        if not _forbids(text) and (d := demand(text, f"precondition {i}")) is not None
-    ]
-    found = [d for d in explicit if not _already(d, old)]
+    steps that declare a requirement ("the proxy now requires mutual TLS")."""
+    explicit = []
+    for i, text in enumerate(demand_texts(revision.procedure), start=1):
+        d = demand(text, f"precondition {i}")
+        if d is None:
+            continue
+        declared = revision.procedure.declared_binds(text)
+        d.binds = declared or d.binds
+        explicit.append(d)
+    found = [d for d in explicit if not already(d, old)]
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
             continue
         d = demand(clauses[0].text, source)
-        if d is None or _already(d, old) or _notification(d):
+        if d is None or already(d, old) or _notification(d):
             continue
         if not any(meets(e, d.terms) for e in explicit):
             found.append(d)
     return found
 
 
-def _forbids(text: str) -> bool:
-    """A precondition that forbids ("never force-push to main; protection rejects it") is a
-    prohibition, judged as one; the rest of its text is its reason, not a demand."""
-    return any(prohibited_terms(c) for c in split_clauses(text, "precondition", 0))
-
-
-def _already(d: Demand, old: Facts) -> bool:
-    return any(meets(d, unit_stems(clauses, set())) for _, clauses in units(old))
+def already(d: Demand, old: Facts) -> bool:
+    """Met by the old version's steps, or restated from one of its preconditions (in other
+    words: a restatement may change the verb, "archive the logs" to "keep a log archive")."""
+    if met_by(d, old):
+        return True
+    loose = Demand(d.text, d.source, d.terms, None, d.artifacts, d.idents, d.whole, d.binds)
+    return any(
+        meets(loose, unit_stems(clauses, set()), _unit_identifiers(old, source))
+        for source, clauses in units(old)
+        if source.startswith("precondition")
+    )
 
 
 def _declares_requirement(clauses: list[Clause]) -> bool:
@@ -132,45 +380,62 @@ def _notification(d: Demand) -> bool:
     return d.verb is not None and any(stem(v) == d.verb for v in lx.NOTIFY_VERBS)
 
 
-def _private(d: Demand, dependent: Facts, surface: Surface) -> bool:
-    """About resources only the revision touches, and naming none of the shared entities:
-    "clean ./build before compiling" asks nothing of a procedure that never uses ./build."""
-    if not d.artifacts or d.artifacts & dependent.mentioned:
-        return False
-    return not names_entity(d.text, surface.entities)
-
-
 # -- detectors ---------------------------------------------------------------------------------
 
 
 def unmet_preconditions(
     demands: list[Demand],
+    revision: Facts,
     dependent: Facts,
     surface: Surface,
     similarity: Similarity,
 ) -> list[Finding]:
     findings = []
-    names = entities(dependent.procedure)
+    names = context_names(dependent.procedure)
     for d in demands:
-        if _notification(d) or _private(d, dependent, surface):
+        if d.binds == "self" or _notification(d):
             continue
-        if any(
-            meets(d, unit_stems(clauses, names)) or _semantically_met(d, clauses, similarity)
-            for _, clauses in units(dependent)
+        if local_to_revision(d, revision, dependent, surface):  # see `locality`
+            continue
+        conflict = _conflicting_setting(d, dependent)
+        if conflict is None and (
+            met_by(d, dependent, names)
+            or any(_semantically_met(d, clauses, similarity) for _, clauses in units(dependent))
         ):
             continue
-        findings.append(
-            Finding(
-                dependent_id=dependent.procedure.id,
-                pattern="unmet_precondition",
-                detail=(
-                    f"the revision newly requires '{d.text}' ({d.source}); the dependent shares "
-                    f"{surface.describe()} and none of its steps does this"
-                ),
-                evidence={"revision": d.text, "wanted": " ".join(d.terms)},
-            )
-        )
+        findings.append(_unmet(d, dependent, surface))
     return findings
+
+
+def _conflicting_setting(d: Demand, dependent: Facts) -> values.Setting | None:
+    """The demand sets a key ("Encrypt=True") that the dependent sets otherwise."""
+    wanted = {
+        s.key: s.value.split()[0] for s in values.settings_of_text(d.text, d.source) if s.value
+    }
+    for setting in values.settings(dependent.procedure):
+        value = setting.value.split()[0] if setting.value else ""
+        if setting.key in wanted and value and value != wanted[setting.key]:
+            return setting
+    return None
+
+
+def context_names(procedure: Procedure) -> set[str]:
+    """Names every step of a procedure works under: its entities and its own name ("publish
+    the price list": each step is about the price list)."""
+    return entities(procedure) | {norm_entity(procedure.name)}
+
+
+def _unmet(d: Demand, dependent: Facts, surface: Surface) -> Finding:
+    reach_note = f"; it binds {d.binds}" if d.binds else ""
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="unmet_precondition",
+        detail=(
+            f"the revision newly requires '{d.text}' ({d.source}){reach_note}; the dependent "
+            f"shares {surface.describe() or 'the scope'} and none of its steps does this"
+        ),
+        evidence={"revision": d.text, "wanted": " ".join(d.terms)},
+    )
 
 
 def semantic_pairs(d: Demand, dependent: Facts) -> list[tuple[str, str]]:
@@ -187,45 +452,3 @@ def _plain(clauses: list[Clause]) -> str | None:
 def _semantically_met(d: Demand, clauses: list[Clause], similarity: Similarity) -> bool:
     text = _plain(clauses)
     return text is not None and similarity.get((d.text, text), 0.0) >= SEMANTIC_MEETS
-
-
-def new_prohibitions(old: Facts, revision: Facts) -> list[tuple[Clause, list[str]]]:
-    before = [terms for _, terms in old.prohibitions]
-    return [
-        (clause, terms)
-        for clause, terms in revision.prohibitions
-        if not any(_covered(terms, prior) for prior in before)
-    ]
-
-
-def _covered(terms: list[str], stems: list[str]) -> bool:
-    have = [t for t in terms if any(equivalent(t, s) for s in stems)]
-    return len(have) >= max(1, math.ceil(VIOLATE_SHARE * len(terms)))
-
-
-def artifact_stems(found: set[str]) -> list[str]:
-    """The words of artifact names as stems: "flag:--prune" -> ["prun"]."""
-    return [stem(w) for a in found for w in norm_entity(a.split(":", 1)[1]).split()]
-
-
-def violated_prohibitions(
-    prohibitions: list[tuple[Clause, list[str]]], dependent: Facts, surface: Surface
-) -> list[Finding]:
-    findings = []
-    for rule, terms in prohibitions:
-        for clause in dependent.clauses:
-            stems = clause.stems() + artifact_stems(artifacts(clause))
-            if _covered(terms, stems):
-                findings.append(
-                    Finding(
-                        dependent_id=dependent.procedure.id,
-                        pattern="new_prohibition",
-                        detail=(
-                            f"the revision now forbids '{rule.text}' ({rule.source}); the "
-                            f"dependent does it in {clause.source}"
-                        ),
-                        evidence={"revision": rule.text, "dependent": clause.text},
-                    )
-                )
-                break
-    return findings

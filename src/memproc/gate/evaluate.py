@@ -1,18 +1,67 @@
-"""The gate itself: read the two versions once, then run every detector on each candidate.
+"""The gate itself: read the two versions once, then decide each candidate dependent.
 
-Detectors only run on candidates that share a relevant surface with the revision; each one
-returns findings that explain themselves. The order of findings is stable (candidates in the
-order given, detectors in a fixed order), so the same input always gives the same output.
+A pair whose both sides declare contracts is decided by the contracts alone
+(`contracts.decide`). Any other pair goes to the rules, which only run on candidates that
+share a relevant surface with the revision; each rule returns findings that explain
+themselves. What the rules cannot decide is returned as undecided, for a judge or the
+configured policy. The order of findings is stable (candidates in the order given, rules in
+a fixed order), so the same input always gives the same output.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memproc.gate import demands, limits, outputs
+from memproc.gate import (
+    bounds,
+    contracts,
+    demands,
+    knowledge,
+    limits,
+    order,
+    outputs,
+    prohibitions,
+    removed,
+)
 from memproc.gate.facts import Facts
-from memproc.gate.model import Finding, Procedure, Similarity
-from memproc.gate.surface import names_entity, shared_surface
+from memproc.gate.model import Assessment, Finding, Procedure, Signals, Similarity, Undecided
+from memproc.gate.surface import Surface, names_entity, shared_surface
+
+
+def assess(
+    old: Procedure,
+    revision: Procedure,
+    candidates: Sequence[Procedure],
+    signals: Signals | None = None,
+) -> Assessment:
+    """Findings against each candidate dependent the revision may break, and the pairs the
+    gate leaves undecided."""
+    signals = signals or Signals()
+    result = Assessment()
+    reading = _Reading(old, revision, signals)
+    for candidate in candidates:
+        if candidate.id in (old.id, revision.id):
+            continue
+        if contracts.declared(old, revision, candidate):
+            found, undecided = contracts.decide(old, revision, candidate)
+            result.findings.extend(found)
+            result.undecided.extend(undecided)
+            continue
+        findings, undecided = reading.rules(candidate)
+        result.findings.extend(_one_per_pattern(findings))
+        result.undecided.extend(undecided)
+    return result
+
+
+def _one_per_pattern(findings: list[Finding]) -> list[Finding]:
+    """The first finding of each pattern: several rules may see the same break."""
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        if finding.pattern not in seen:
+            seen.add(finding.pattern)
+            kept.append(finding)
+    return kept
 
 
 def evaluate(
@@ -21,40 +70,62 @@ def evaluate(
     candidates: Sequence[Procedure],
     similarity: Similarity | None = None,
 ) -> list[Finding]:
-    """Findings against each candidate dependent the revision may break."""
-    old_facts, new_facts = Facts.read(old), Facts.read(revision)
-    added = demands.new_demands(old_facts, new_facts)
-    prohibitions = demands.new_prohibitions(old_facts, new_facts)
-    findings: list[Finding] = []
-    for candidate in candidates:
-        if candidate.id in (old.id, revision.id):
-            continue
+    """The findings alone (pairs left undecided are not findings)."""
+    return assess(old, revision, candidates, Signals(similarity=similarity or {})).findings
+
+
+class _Reading:
+    """The two versions read once, and the rules run against one candidate at a time."""
+
+    def __init__(self, old: Procedure, revision: Procedure, signals: Signals) -> None:
+        self.old, self.new = Facts.read(old), Facts.read(revision)
+        self.signals = signals
+        self.added = demands.new_demands(self.old, self.new)
+        self.prohibitions = prohibitions.new_prohibitions(self.old, self.new)
+
+    def rules(self, candidate: Procedure) -> tuple[list[Finding], list[Undecided]]:
+        old, new = self.old, self.new
         dependent = Facts.read(candidate)
-        surface = shared_surface(old_facts, new_facts, dependent)
-        if not surface.shared:
-            continue
+        surface = shared_surface(old, new, dependent, self.signals.aliases)
+        if surface.shared:
+            findings = self._shared(dependent, surface)
+        else:  # a credential it writes with, named in three words or more, links them too
+            findings = limits.tightened_permissions(old, new, dependent, at_least=3)
+        if not findings:  # a value the dependent relies on, when no more specific rule spoke
+            findings = knowledge.relied_on_values(old, new, dependent, surface)
+        if findings:
+            return findings, []
+        question = knowledge.undecided(old, new, dependent, surface)
+        return [], [question] if question else []
+
+    def _shared(self, dependent: Facts, surface: Surface) -> list[Finding]:
+        old, new, similarity = self.old, self.new, self.signals.similarity
+        added = self.added
         if surface.umbrella_only:
-            # Disjoint resources under one entity: only a demand on the entity itself
-            # ("authenticate to Vault first") reaches the dependent.
-            on_entity = [d for d in added if names_entity(d.text, surface.entities)]
-            findings += demands.unmet_preconditions(on_entity, dependent, surface, similarity or {})
-            continue
-        findings += demands.unmet_preconditions(added, dependent, surface, similarity or {})
-        findings += demands.violated_prohibitions(prohibitions, dependent, surface)
-        findings += outputs.removed_outputs(old_facts, new_facts, dependent)
-        findings += outputs.changed_formats(old_facts, new_facts, dependent)
-        findings += outputs.changed_versions(old_facts, new_facts, dependent)
-        findings += outputs.reordered_outputs(old_facts, new_facts, dependent, surface)
-        findings += limits.tightened_limits(old_facts, new_facts, dependent)
-        findings += limits.tightened_permissions(old_facts, new_facts, dependent)
-    return findings
+            # Disjoint resources under one entity: only a demand on the entity itself, or one
+            # whose subject reaches out to others ("every job must..."), reaches it.
+            added = [d for d in added if names_entity(d.text, surface.entities) or d.reaches]
+        return [
+            *demands.unmet_preconditions(added, new, dependent, surface, similarity),
+            *prohibitions.violated_prohibitions(self.prohibitions, dependent, surface),
+            *outputs.removed_outputs(old, new, dependent),
+            *removed.removed_identifiers(old, new, dependent),
+            *outputs.changed_formats(old, new, dependent),
+            *outputs.changed_versions(old, new, dependent),
+            *outputs.reordered_outputs(old, new, dependent, surface),
+            *order.moved_past_signal(old, new, dependent),
+            *order.finishes_later(old, new, dependent),
+            *limits.tightened_limits(old, new, dependent),
+            *bounds.tightened_bounds(old, new, dependent),
+            *limits.tightened_permissions(old, new, dependent),
+        ]
 
 
 def semantic_requests(
     old: Procedure, revision: Procedure, candidates: Sequence[Procedure]
 ) -> list[tuple[str, str]]:
     """The (demand, dependent step) text pairs whose similarity the caller may compute and
-    pass back to `evaluate`; only for new demands and candidates sharing a surface."""
+    pass back in `Signals`; only for new demands and candidates sharing a surface."""
     old_facts, new_facts = Facts.read(old), Facts.read(revision)
     added = demands.new_demands(old_facts, new_facts)
     pairs: list[tuple[str, str]] = []

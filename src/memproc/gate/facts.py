@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from memproc.gate import lexicon as lx
+from memproc.gate.identifiers import Identifier, split_words
+from memproc.gate.identifiers import find as find_identifiers
 from memproc.gate.model import Procedure
 from memproc.gate.text import (
     Clause,
@@ -59,6 +61,33 @@ class Facts:
             facts.clauses += split_clauses(procedure.trigger, "trigger", 0)
         return facts
 
+    @cached_property
+    def texts(self) -> list[tuple[str, str]]:
+        """(source, raw text) of each unit: steps (action and detail), outputs, trigger."""
+        found = []
+        for number, step in enumerate(self.procedure.steps, start=1):
+            found.append((f"step {number}", f"{step.action} | {step.detail}"))
+        for number, output in enumerate(self.procedure.outputs, start=1):
+            found.append((f"output {number}", output))
+        if self.procedure.trigger:
+            found.append(("trigger", self.procedure.trigger))
+        return found
+
+    @cached_property
+    def identifiers(self) -> list[Identifier]:
+        """Identifiers of the steps, outputs and trigger (see `identifiers`)."""
+        found: list[Identifier] = []
+        for _, text in self.texts:
+            found += find_identifiers(text)
+        return found
+
+    @cached_property
+    def precondition_identifiers(self) -> list[Identifier]:
+        found: list[Identifier] = []
+        for text in demand_texts(self.procedure):
+            found += find_identifiers(text)
+        return found
+
     @property
     def step_clauses(self) -> list[Clause]:
         return [c for c in self.clauses if c.source.startswith("step")]
@@ -75,7 +104,8 @@ class Facts:
     @cached_property
     def units(self) -> dict[str, list[Clause]]:
         """Clauses grouped by where they came from: a step's action and detail are one unit
-        ("keep artifacts in s3://ci", "retention 14 days": the subject is in the first)."""
+        ("keep reports in /srv/reports", "expire after 20 days": the subject is in the
+        first)."""
         grouped: dict[str, list[Clause]] = {}
         for clause in self.clauses:
             grouped.setdefault(clause.source, []).append(clause)
@@ -119,17 +149,22 @@ class Facts:
     def permissions(self) -> list[tuple[int, Clause, list[str]]]:
         """(level, clause, the stems of its whole unit) for each clause granting a level."""
         found = []
+        name = [stem(w) for w in self.procedure.name.lower().split()]
         for clauses in self.units.values():
-            subject = [s for c in clauses for s in c.stems()]
+            subject = [s for c in clauses for s in c.stems()] + name
+            # the words inside names count: "policies/bucket.writerRole" speaks of a role
+            subject += [
+                stem(w)
+                for c in clauses
+                for i in find_identifiers(c.text)
+                for w in split_words(i.text)
+                if len(w) > 2
+            ]
             for clause in clauses:
                 level = permission_level(clause, subject)
                 if level is not None:
                     found.append((level, clause, subject))
         return found
-
-    @cached_property
-    def prohibitions(self) -> list[tuple[Clause, list[str]]]:
-        return [(c, terms) for c in self.clauses if (terms := prohibited_terms(c))]
 
     def mentions_stems(self, terms: list[str]) -> bool:
         return all(any(equivalent(t, s) for s in self.all_stems) for t in terms)
@@ -163,28 +198,33 @@ def _is_unit_or_limit(term: str) -> bool:
 
 def permission_level(clause: Clause, unit: list[str]) -> int | None:
     """The access level a clause grants, when its unit speaks of a credential's permission:
-    "add the deploy key, read-only access now" -> 1."""
-    words = [t.lower for t in clause.words if not t.negated]
+    "issue the service token, read-only access" -> 1."""
+    words = [w for t in clause.words if not t.negated for w in t.lower.split("_")]
     subjects = {stem(w) for w in lx.PERMISSION_SUBJECTS}
     if not (set(words) & lx.PERMISSION_SUBJECTS or subjects & set(unit)):
         return None
     for i, word in enumerate(words):
         if word in _PERMISSION_WORD:
             return _PERMISSION_WORD[word]
-        following = words[i + 1] if i + 1 < len(words) else ""
-        qualified = following in ("access", "permission", "permissions", "scope", "role", "only")
+        following = words[i + 1 : i + 3]  # "read access", "read_repo scope"
+        qualified = bool(set(following) & _QUALIFIERS)
         if word in lx.PERMISSION_LEVELS and qualified:
             return lx.PERMISSION_LEVELS[word]
     return None
 
 
+_QUALIFIERS = lx.words("access permission permissions scope scopes role only")
+
+
 def prohibited_terms(clause: Clause) -> list[str]:
     """The content a prohibition forbids, or [] when the clause forbids nothing.
 
-    Forms: a leading negator or "never"/"avoid"/"stop" ("never force-push to main", "do not
-    write to the orders table", "no direct writes"), "must not", and passive states
-    ("classic tokens are deprecated", "no longer accepted")."""
+    Forms: a leading negator or "never"/"avoid"/"stop" ("never rewrite tags", "do not write
+    to the ledger table", "no manual edits"), "must not", and passive states ("basic auth is
+    deprecated", "no longer accepted")."""
     words = [t.lower for t in clause.words]
+    while words and words[0] in ("and", "but", "or", "so"):
+        words = words[1:]
     if not words:
         return []
     lead = words[0] in lx.PROHIBITION_LEADS or words[0] in ("no", "don't", "dont", "do")

@@ -1,10 +1,11 @@
 """The gate's small vocabulary: closed word classes, never words taken from any one workflow.
 
-Why a lexicon at all: a step such as "run migrations before push" holds a generic verb, an
-object and an anchor on the revised procedure's own step. Telling those apart needs the
+Why a lexicon at all: a step such as "compact the index before cutover" holds a generic verb,
+an object and an anchor on the revised procedure's own step. Telling those apart needs the
 closed classes of English (function words, negators, temporal connectives) and a few open
 ones that every operations vocabulary shares (verbs that produce something, verbs that write,
-units of time, size and rate, data formats, kinds of resources).
+units of time, size and rate, data formats, kinds of resources). Each list says where its
+words come from; none holds a word because a benchmark case used it.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ def words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# English function words: articles, pronouns, prepositions, conjunctions, auxiliaries and
+# modals, common adverbs (closed classes).
 STOPWORDS = words(
     """a an the and or but of to in on at by for from with into onto as is are was were be
     been being it its this that these those their them they we our you your i me my he she
     his her so such than too very can could should would will shall may might must has have
     had having do does did done up out over about again also just only any each every all
     some more most other same own both either if then there here when where which who whom
-    what why how while once per via vs etc e g ie now new old still already"""
+    what why how while once per via vs etc e g ie now new old still already whoever whatever
+    whichever"""
 )
 
-# Verbs that carry no demand by themselves: "run migrations" demands the migrations.
+# English verbs of doing in general, which carry no demand by themselves: "run the linter"
+# demands the linter.
 GENERIC_VERBS = words(
     """run runs running ran do does doing perform performs performing execute executes
     executing make makes making use uses using ensure ensures ensuring check checks checking
@@ -33,27 +38,37 @@ GENERIC_VERBS = words(
     applies applied applying"""
 )
 
+# English negation cues: negative particles and determiners, their contractions, and verbs
+# of leaving out ("skip", "omit", "avoid", "bypass").
 NEGATORS = words(
     """not no never without skip skips skipping skipped don't doesn't didn't won't can't
     cannot isn't aren't wasn't nor neither none avoid avoids avoiding omit omits omitting
     bypass bypasses bypassing dont doesnt didnt wont cant isnt arent"""
 )
 
-# Words that end a negation's reach: "no retry, then publish" negates only the retry.
-NEGATION_STOPS = words("""and but then before after so instead while once until because when""")
-NEGATION_REACH = 4
+# Words that end a negation's reach: "no cache, then serve" negates only the cache. English
+# conjunctions and temporal connectives (closed classes).
+NEGATION_STOPS = words(
+    """and but then before after so while once until because when although though except
+    whereas yet"""
+)
+# English contrast phrases that set aside what follows: "SFTP instead of FTP".
+CONTRAST_PHRASES = frozenset({("instead", "of"), ("rather", "than"), ("in", "place")})
 
-# Connectives that start an anchor clause: "before push" places a demand, it is not one.
+# English temporal connectives that start an anchor clause: "before cutover" places a
+# demand, it is not one.
 ANCHORS = words("""before after prior until ahead once when whenever""")
 
-# "X is deprecated", "X no longer accepted": a new prohibition in passive form.
+# English participles of refusal, for a prohibition in passive form ("X is deprecated").
 PROHIBITION_STATES = words(
     """forbidden prohibited banned disallowed disabled deprecated blocked rejected refused
     unsupported retired removed"""
 )
+# English verbs and adverbs that open a prohibition ("never ...", "avoid ...").
 PROHIBITION_LEADS = words("""never avoid stop""")
 
-# Steps whose action produces what they name: their artifacts are outputs of the procedure.
+# English verbs of making, saving and sending (general operations vocabulary): a step led by
+# one produces what it names, so its artifacts are outputs of the procedure.
 PRODUCER_VERBS = words(
     """write writes wrote written save saves saved store stores stored export exports
     exported publish publishes published upload uploads uploaded emit emits emitted produce
@@ -62,32 +77,37 @@ PRODUCER_VERBS = words(
     move moves moved send sends sent push pushes pushed tag tags tagged set sets define
     defines defined expose exposes exposed release releases released deploy deploys
     deployed serve serves served post posts posted package packages packaged archive
-    archives archived compile compiles compiled snapshot snapshots bundle bundles"""
+    archives archived compile compiles compiled snapshot snapshots bundle bundles materialize
+    materializes materialized ship ships shipped"""
 )
 
-# Verbs that need write permission: a dependent doing one with a credential made read-only
-# is broken.
+# Verbs that need write permission (general vocabulary of data and version control, and the
+# HTTP methods that write): a dependent doing one with a credential made read-only is broken.
 WRITE_VERBS = words(
     """write writes push pushes delete deletes drop drops create creates update updates
     insert inserts upload uploads deploy deploys publish publishes merge merges tag tags
     modify modifies apply applies migrate migrates truncate truncates put puts commit commits
     overwrite overwrites remove removes rotate rotates edit edits patch patches grant grants
-    release releases force"""
+    release releases force post posts"""
 )
 
-# Added steps of these kinds tell people or try again: they demand nothing of a dependent.
+# English verbs of telling and paging, and of trying again (general vocabulary): added steps
+# of these kinds demand nothing of a dependent.
 NOTIFY_VERBS = words(
     """notify notifies notifying announce announces alert alerts page pages email emails
     message messages ping pings log logs logging post posts slack tell inform remind"""
 )
 RETRY_WORDS = words("""retry retries retrying reattempt attempts attempt""")
 
-# A requirement marker turns an added step into a demand on everyone sharing the surface.
+# A requirement marker turns an added step into a demand on everyone sharing the surface:
+# English modals and verbs of obligation. "only" and "always" are left out: "deploy from the
+# release branch only" describes the step, it asks nothing of others.
 REQUIREMENT_MARKERS = words(
-    """must required requires require mandatory enforces enforce enforced only always"""
+    """must required requires require mandatory enforces enforce enforced"""
 )
 
-# Equivalence classes of verbs: a dependent may meet a demand in other words.
+# Equivalence classes: a dependent may meet a demand in other words. Common English and
+# operations synonyms (general knowledge), each class one meaning.
 SYNONYMS: tuple[frozenset[str], ...] = (
     words("acquire obtain grab hold take lock lease claim"),
     words("refresh renew rotate regenerate reissue"),
@@ -106,8 +126,15 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     words("migrate migration migrations"),
     words("repository repo"),
     words("directory dir folder"),
+    words("approve approval approved signoff sign-off"),
+    words("download pull fetch retrieve"),
+    words("column field attribute"),
+    words("lower reduce decrease drop cut shorten"),
+    words("notify notification notice inform"),
+    words("read open load parse"),
 )
 
+# Common data, archive, text-encoding and media formats, and their file extensions.
 FORMATS = words(
     """json ndjson jsonl csv tsv parquet avro protobuf proto yaml yml xml html markdown toml
     msgpack arrow orc gzip gz zip tar zstd bzip2 utf8 utf-8 utf16 latin1 ascii pdf png jpeg
@@ -115,15 +142,16 @@ FORMATS = words(
 )
 FORMAT_ALIASES = {"yml": "yaml", "jpg": "jpeg", "gz": "gzip", "proto": "protobuf", "utf-8": "utf8"}
 
-# Nouns naming a kind of resource: "the users table", "topic orders".
+# Nouns naming a kind of resource (general software vocabulary): "the invoices table",
+# "topic payments".
 RESOURCE_KINDS = words(
     """table topic queue bucket index collection channel branch repo repository database db
     schema namespace stream dataset view file directory folder endpoint image column field
     variable secret key prefix cluster volume registry project workspace environment
     webhook cron job"""
 )
-# Words that sit before a resource noun without naming one: "the stale namespace" says
-# which state, not which namespace.
+# English adjectives that sit before a resource noun without naming one: "the old bucket"
+# says which state, not which bucket.
 ADJECTIVES = words(
     """stale hot cold warm legacy fresh raw primary secondary default current previous next
     last first final full partial empty large small big live dead remote local shared public
@@ -135,7 +163,8 @@ NOT_NAMES = (
     STOPWORDS | ADJECTIVES | words("""each one two before after then prior once when which""")
 )
 
-# Words that mark a quantity as a limit the procedure imposes.
+# English words for limits and expiry, and the abbreviations settings use (max, ttl): they
+# mark a quantity as a limit the procedure imposes.
 LIMIT_WORDS = words(
     """timeout timeouts expire expires expiry expiring ttl retention retain retained
     retains kept keep max maximum limit limits limited capped cap quota rate throttle
@@ -143,13 +172,15 @@ LIMIT_WORDS = words(
 )
 LIMIT_PHRASES = ("at most", "up to", "no more than", "times out", "time out")
 
+# Access levels and the nouns of credentials (general security vocabulary).
 PERMISSION_LEVELS = {"read-only": 1, "readonly": 1, "read": 1, "write": 2, "read-write": 2}
 PERMISSION_LEVELS |= {"admin": 3, "owner": 3, "maintain": 3}
 PERMISSION_SUBJECTS = words(
     """token key role user account credential credentials permission permissions access
-    scope scopes secret policy"""
+    scope scopes secret policy identity identities principal principals group groups"""
 )
 
+# The SI second and its customary multiples; SI decimal and IEC binary byte prefixes.
 _SECOND = 1.0
 TIME_UNITS = {
     "ms": 0.001,
@@ -182,8 +213,9 @@ SIZE_UNITS = {
     "gib": 1024.0**3,
     "tb": 1e12,
 }
-# Every-so-often adverbs stand for a period: "tokens now expire hourly" is a one-hour limit.
+# English adverbs of frequency stand for a period: "keys expire weekly" is a one-week limit.
 PERIOD_WORDS = {"hourly": 3600.0, "daily": 86400.0, "nightly": 86400.0, "weekly": 604800.0}
+# English number words.
 NUMBER_WORDS = {
     "a": 1,
     "an": 1,
@@ -204,3 +236,10 @@ NUMBER_WORDS = {
     "sixty": 60,
     "ninety": 90,
 }
+
+# Words that often stand before a number without being the name of a setting: prepositions
+# and approximations of English ("about 30", "under 2 GB", "top 100", "takes 10 minutes").
+NUMBER_CONTEXT = words(
+    """about around approximately roughly under over within below above top last first next
+    past takes take took taking least most than upto batches batch release step steps"""
+)

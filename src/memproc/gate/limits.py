@@ -90,7 +90,12 @@ def _exceeds(limit: Limit, clauses: list[Clause]) -> str | None:
     return None
 
 
-def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+def tightened_permissions(
+    old: Facts, revision: Facts, dependent: Facts, at_least: int = 2
+) -> list[Finding]:
+    """A credential made read-only, and a dependent writing with it: its writing clause
+    names the credential's subject (`at_least` of its words; more when nothing else links
+    the two procedures)."""
     findings = []
     for level, clause, subject in revision.permissions:
         before = [
@@ -103,7 +108,7 @@ def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list
         if not before and level >= lx.PERMISSION_LEVELS["write"]:
             continue
         for writer in dependent.clauses:
-            if _writes(writer) and _shares_subject(subject, writer.stems(), at_least=2):
+            if _writes(writer) and _shares_subject(subject, _context(writer, dependent), at_least):
                 findings.append(
                     Finding(
                         dependent_id=dependent.procedure.id,
@@ -117,6 +122,15 @@ def tightened_permissions(old: Facts, revision: Facts, dependent: Facts) -> list
                 )
                 break
     return findings
+
+
+def _context(writer: Clause, dependent: Facts) -> list[str]:
+    """What a writing clause speaks of: itself, and, when it names a credential by a bare noun
+    ("the same token"), the whole procedure that says which."""
+    stems = writer.stems()
+    if {t.lower for t in writer.words} & lx.PERMISSION_SUBJECTS:
+        stems = stems + dependent.all_stems + [stem(w) for w in dependent.procedure.name.split()]
+    return stems
 
 
 def _writes(clause: Clause) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 # Every pattern a finding may carry; the reviewer reads `detail`, the benchmark counts these.
 PATTERNS = (
@@ -12,11 +13,21 @@ PATTERNS = (
     "renamed_output",
     "changed_format",
     "changed_version",
+    "changed_location",
+    "changed_value",
+    "later_output",
     "tightened_limit",
     "reordered_output",
     "new_prohibition",
+    "undecided",
+    "judge_breaks",
     "gate_error",
 )
+
+Binds = Literal["self", "consumers", "scope"]
+# Why a pair is left to a judge: the rules disagree, their evidence is weak, or only domain
+# knowledge (which no rule has) links the change to the dependent.
+UndecidedWhy = Literal["rules_disagree", "low_confidence", "world_knowledge"]
 
 
 @dataclass(frozen=True)
@@ -26,12 +37,34 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Produced:
+    """A declared output: what consumers name by `id`."""
+
+    id: str
+    format: str | None = None
+    version: str | None = None
+    location: str | None = None
+    available_after: str | None = None  # "02:30" (time of day) or "45m" (after the start)
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """A declared input: an output `id`, of the procedure named `source` when given."""
+
+    id: str
+    source: str | None = None
+    format: str | None = None
+    version: str | None = None  # a constraint: ">=2,<3", ">=1.4", "5"
+
+
+@dataclass(frozen=True)
 class Procedure:
     """One version of a procedure as the gate sees it.
 
     `conditions` are structured preconditions (key, value); `outputs` the text of each output
-    (a structured output is flattened to text by the caller); `references` the ids of the
-    procedures this one explicitly rests on.
+    (a structured output is flattened to text by the caller, and also given as `produces`);
+    `references` the ids of the procedures this one explicitly rests on; `binds` who each
+    precondition binds, by its text, where the author declared it.
     """
 
     id: str
@@ -44,6 +77,12 @@ class Procedure:
     aliases: tuple[str, ...] = ()
     trigger: str = ""
     references: tuple[str, ...] = ()
+    produces: tuple[Produced, ...] = ()
+    consumes: tuple[Consumed, ...] = ()
+    binds: tuple[tuple[str, Binds], ...] = ()
+
+    def declared_binds(self, text: str) -> Binds | None:
+        return next((b for t, b in self.binds if t == text), None)
 
 
 @dataclass(frozen=True)
@@ -56,6 +95,33 @@ class Finding:
     evidence: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Undecided:
+    """A dependent the rules cannot decide on: why, in one sentence, and what they suspected."""
+
+    dependent_id: str
+    why: UndecidedWhy
+    detail: str
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The gate's answer: findings it is sure of, and pairs it leaves to a judge or policy."""
+
+    findings: list[Finding] = field(default_factory=list)
+    undecided: list[Undecided] = field(default_factory=list)
+
+
 # The optional semantic signal: (demand text, dependent clause text) -> cosine similarity,
 # computed by the caller for the pairs `semantic_requests` lists.
 Similarity = Mapping[tuple[str, str], float]
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the caller knows besides the procedures: the semantic signal, and the scope's
+    entity aliases (normalized name -> other names) added with `entity.alias`."""
+
+    similarity: Similarity = field(default_factory=dict)
+    aliases: Mapping[str, frozenset[str]] = field(default_factory=dict)

@@ -7,6 +7,8 @@ is safe; so is anything the dependent already handles (it names the new format o
 
 from __future__ import annotations
 
+import re
+
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding
@@ -52,11 +54,23 @@ def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a and b) and len(a & b) * 2 >= len(a | b)
 
 
+def _passed_by_flag(artifact: str, dependent: Facts) -> bool:
+    """The dependent passes the resource's name as a flag's value ("-q mailers" for the
+    queue mailers): a command line names resources without their kind."""
+    name = artifact.split(":", 1)[1]
+    if not re.fullmatch(r"[\w.-]{3,}", name):
+        return False
+    pattern = re.compile(rf"(?<![\w-])--?[\w-]+[ =]{re.escape(name)}(?![\w.-])", re.I)
+    return any(pattern.search(text) for _, text in dependent.texts)
+
+
 def removed_outputs(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     """Outputs the revision no longer produces, and anything it now names differently."""
     findings = []
     for artifact in sorted(old.mentioned - revision.mentioned):
-        if artifact.startswith(_NOT_OUTPUTS) or artifact not in dependent.mentioned:
+        if artifact.startswith(_NOT_OUTPUTS):
+            continue
+        if artifact not in dependent.mentioned and not _passed_by_flag(artifact, dependent):
             continue  # gone, but nobody here consumes it
         replacements = _replacements(old, revision, artifact)
         if artifact not in old.produced and not replacements:
@@ -91,7 +105,7 @@ def _naming_clause(facts: Facts, artifact: str) -> Clause:
 
 def _output_formats(facts: Facts) -> set[str]:
     """Formats the outputs are said to have: a named format wins over a file extension
-    ("write out/daily.csv as Parquet" is Parquet)."""
+    ("write exports/day.tsv as Avro" is Avro)."""
     found = set()
     for clause in facts.output_clauses:
         named = formats(clause, extensions=False)

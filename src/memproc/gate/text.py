@@ -1,7 +1,7 @@
 """A small tokenizer for step text: words, artifacts, quantities, formats, versions, negation.
 
 Why not a general NLP library: the gate must be deterministic, fast and free of models, and
-procedure steps are terse imperative phrases ("put dump object, no encryption header"). A
+procedure steps are terse imperative phrases ("copy the export, no compression"). A
 regular tokenizer that knows paths, env vars, flags, versions and units, plus a light stemmer,
 reads them well enough, and every decision it makes can be shown to a reviewer.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memproc.gate import lexicon as lx
 
@@ -30,9 +31,15 @@ _TOKEN = re.compile(
     """,
     re.X,
 )
-# "100 requests/min" is a rate, not a path: rewritten to "100 requests per min" first.
+# "20 jobs/min" is a rate, not a path: rewritten to "20 jobs per min" first.
+_VOWEL = re.compile(r"[aeiouy]")
+# Phrasal verbs written as one word elsewhere: "back up" is "backup".
+_PHRASAL = re.compile(
+    r"\b(back|sign|log|roll|set|clean|shut|spin|tear)\s+(up|off|in|out|back|down)\b", re.I
+)
 _PER_UNIT = re.compile(r"(\w)/(s|sec|second|min|minute|h|hr|hour|d|day)\b", re.I)
-_CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")", ":"})
+# A colon is no break: it introduces a value ("read_timeout: 45s") or a list.
+_CLAUSE_BREAKS = frozenset({";", ",", ".", "!", "?", "(", ")"})
 _CLAUSE_WORDS = frozenset({"then"})
 ARTIFACT_KINDS = ("url", "code", "quoted", "env", "flag", "channel", "path")
 _KIND_ALIASES = {"repo": "repository", "db": "database", "folder": "directory", "dir": "directory"}
@@ -63,23 +70,26 @@ _SUFFIXES = (
 )
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light suffix stripper: "migrations", "migrate", "migrating" -> "migr". Matching is by
-    prefix (see `same_stem`), so what this leaves need not be a word."""
+    """A light suffix stripper: "validations", "validate", "validating" -> "valid". Matching
+    is by prefix (see `same_stem`), so what this leaves need not be a word."""
     word = word.lower().strip("'")
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+        rest = word[: -len(suffix)]
+        if word.endswith(suffix) and len(rest) >= 3 and _VOWEL.search(rest):
+            return rest  # "https" keeps its "s": "http" has no vowel, it is an acronym
     return word
 
 
 def same_stem(a: str, b: str) -> bool:
-    """Stems match when equal, or when the shorter (at least 4 letters) begins the longer:
+    """Stems match when equal, or when the shorter (at least 5 letters) begins the longer:
     "regist" (register) and "registr" (registry)."""
     if a == b:
         return True
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= 4 and long_.startswith(short)
+    # a word goes on in letters: "email" is no prefix of the name "email_sha256"
+    return len(short) >= 5 and long_.startswith(short) and long_[len(short)].isalpha()
 
 
 def _synonym_stems() -> list[frozenset[str]]:
@@ -89,14 +99,17 @@ def _synonym_stems() -> list[frozenset[str]]:
 _SYNONYM_STEMS = _synonym_stems()
 
 
+@lru_cache(maxsize=16384)
+def _classes(word: str) -> frozenset[int]:
+    """The synonym classes a stem belongs to (by `same_stem` with one of their words)."""
+    return frozenset(
+        i for i, group in enumerate(_SYNONYM_STEMS) if any(same_stem(word, s) for s in group)
+    )
+
+
 def equivalent(a: str, b: str) -> bool:
     """The same stem, or two words of one synonym class."""
-    if same_stem(a, b):
-        return True
-    return any(
-        any(same_stem(a, s) for s in group) and any(same_stem(b, s) for s in group)
-        for group in _SYNONYM_STEMS
-    )
+    return same_stem(a, b) or bool(_classes(a) & _classes(b))
 
 
 @dataclass(frozen=True)
@@ -161,24 +174,53 @@ def split_clauses(text: str, source: str, position: int) -> list[Clause]:
     """Tokenize and cut at punctuation and "then"; mark what each negator reaches."""
     clauses: list[Clause] = []
     current = Clause(source, position, "")
-    for token in tokenize(text):
+    breaks_after: list[str] = []
+    tokens = tokenize(text)
+    for i, token in enumerate(tokens):
         breaks = token.kind == "punct" and token.text in _CLAUSE_BREAKS
-        if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS):
+        if breaks or (token.kind == "word" and token.lower in _CLAUSE_WORDS) or _turns(tokens, i):
             if current.tokens:
                 clauses.append(current)
+                breaks_after.append(token.text)
             current = Clause(source, position, "")
             continue
         current.tokens.append(token)
     if current.tokens:
         clauses.append(current)
-    for clause in clauses:
-        clause.tokens = _mark_negation(clause.tokens)
+        breaks_after.append("")
+    carried = False
+    for i, clause in enumerate(clauses):
+        carried = carried and _continues_list(clause)
+        clause.tokens, open_end = _mark_negation(clause.tokens, carried)
+        carried = open_end and breaks_after[i] == ","
         clause.text = " ".join(t.text for t in clause.tokens)
     return clauses
 
 
+def _turns(tokens: list[Token], i: int) -> bool:
+    """ "X and must not Y", "X but never Y": a conjunction that opens a second rule."""
+    if tokens[i].lower not in ("and", "but") or i == 0:
+        return False
+    following = [t.lower for t in tokens[i + 1 : i + 3]]
+    return bool(following) and (
+        following[0] in ("never", "must", "should", "shall", "cannot")
+        or following[:2] in (["do", "not"], ["may", "not"])
+        or following[0] in ("don't", "mustn't")
+    )
+
+
+def _continues_list(clause: Clause) -> bool:
+    """A clause after a comma that goes on with the list a negation opened ("never caches,
+    logs or retries"): it holds "or"/"nor", or is a word or two."""
+    words = [t.lower for t in clause.tokens if t.kind == "word"]
+    if words and words[0] in lx.NEGATION_STOPS:
+        return False
+    return bool({"or", "nor"} & set(words)) or len(clause.tokens) <= 2
+
+
 def tokenize(text: str) -> list[Token]:
     text = _PER_UNIT.sub(r"\1 per \2", text)
+    text = _PHRASAL.sub(r"\1\2", text)
     tokens = []
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup or "word"
@@ -186,23 +228,37 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def _mark_negation(tokens: list[Token]) -> list[Token]:
-    """A negator hides itself and what follows, up to NEGATION_REACH words or a connective:
-    "does not run migrations" never counts as running them."""
+def _negator_at(tokens: list[Token], i: int) -> int:
+    """How many tokens a negation cue at `i` spans (0: none). Cues are the negators, a "n't"
+    contraction, and contrast phrases that set aside what follows: "instead of", "rather
+    than" (what follows is what the step does not do)."""
+    word = tokens[i].lower if tokens[i].kind == "word" else ""
+    following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
+    if word in lx.NEGATORS or (word.endswith("n't") and len(word) > 3):
+        return 1
+    if (word, following) in lx.CONTRAST_PHRASES:
+        return 2
+    return 0
+
+
+def _mark_negation(tokens: list[Token], carried: bool = False) -> tuple[list[Token], bool]:
+    """A negation cue hides itself and the rest of its clause, up to a connective ("does not
+    warm the cache, then serves": only the cache is not warmed). Returns the tokens and
+    whether the negation ran to the clause's end (a list after a comma may continue it)."""
     marked: list[Token] = []
-    reach = 0
-    for token in tokens:
-        word = token.lower if token.kind == "word" else ""
-        if word in lx.NEGATORS or (word.endswith("n't") and len(word) > 3):
-            reach = lx.NEGATION_REACH + 1
-        elif word in lx.NEGATION_STOPS:
-            reach = 0
-        if reach > 0:
-            marked.append(Token(token.kind, token.text, negated=True))
-            reach -= 1
-        else:
-            marked.append(token)
-    return marked
+    negating = carried
+    i = 0
+    while i < len(tokens):
+        span = _negator_at(tokens, i)
+        word = tokens[i].lower if tokens[i].kind == "word" else ""
+        if span:
+            negating = True
+        elif word in lx.NEGATION_STOPS or tokens[i].text == ":":
+            negating = False
+        for token in tokens[i : i + max(span, 1)]:
+            marked.append(Token(token.kind, token.text, negated=negating))
+        i += max(span, 1)
+    return marked, negating
 
 
 # -- artifacts --------------------------------------------------------------------------------
@@ -219,7 +275,7 @@ def normalize_artifact(kind: str, text: str) -> str:
 
 def artifacts(clause: Clause, *, negated: bool = False) -> set[str]:
     """Typed names the clause mentions: paths, URLs, env vars, flags, channels, code, and
-    resource nouns with their name ("the users table" -> "table:users")."""
+    resource nouns with their name ("the invoices table" -> "table:invoices")."""
     found = {
         normalize_artifact(t.kind, t.text)
         for t in clause.tokens
@@ -259,7 +315,7 @@ def _is_name(token: Token) -> bool:
         return False
     word = token.lower
     if word.endswith("ing") or _unit(word) is not None or word.isdigit():
-        return False  # "before reading secrets", "the 2 GB dump": no names
+        return False  # "before closing tickets", "the 3 GB file": no names
     return (
         word not in lx.NOT_NAMES
         and word not in lx.GENERIC_VERBS
@@ -289,7 +345,7 @@ def formats(clause: Clause, *, extensions: bool = True) -> set[str]:
 
 
 def versions(clause: Clause) -> set[tuple[str, str]]:
-    """(subject stem, version) pairs: "SDK v2" -> ("sdk", "2"); "schema version 3"."""
+    """(subject stem, version) pairs: "client v4" -> ("client", "4"); "schema version 7"."""
     found = set()
     tokens = clause.tokens
     for i, token in enumerate(tokens):

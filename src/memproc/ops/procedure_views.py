@@ -36,6 +36,8 @@ def version_view(record: VersionRecord) -> ProcedureView:
             "reason": record.reason,
             "findings": record.findings,
             "refs": record.body.get("refs", []),
+            "produces": body.get("produces", []),
+            "consumes": body.get("consumes", []),
         },
         ProcedureView,
     )

@@ -12,9 +12,11 @@ from typing import Any, Literal
 import apsw
 import msgspec
 
+from memproc import gate
 from memproc.errors import Conflict, InvalidParams, NotFound
 from memproc.ops import citing, cursors
 from memproc.ops import procedure_gate as pg
+from memproc.ops import procedure_judge as judging
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views, version_view
 from memproc.protocol.procedure_messages import (
@@ -42,6 +44,8 @@ BODY_FIELDS = (
     "trigger",
     "references",
     "refs",
+    "produces",
+    "consumes",
 )
 
 
@@ -151,8 +155,10 @@ def evolve_with(
     with store.reading(ctx.token) as conn:
         current = _current(conn, scope, params.id)
         old, new = pg.of_record(current), _revised(current, changes)
-        found = pg.candidates(conn, scope, old, new, ctx.runtime.config.procedure_gate)
-    similar = pg.similarity(ctx, old, new, found)
+        aliases = pg.scope_aliases(conn, scope)
+        found = pg.candidates(conn, scope, old, new, ctx.runtime.config.procedure_gate, aliases)
+    similar, semantic = pg.similarity(ctx, old, new, found)
+    answers = _ask_judge(ctx, scope, params.reason, (old, new, found), gate_fn, similar, aliases)
     vector = _embed(ctx, search_text(current.name, {**current.body, **changes}))
     ctx.token.check()
     with store.writing(ctx.token) as conn:
@@ -160,7 +166,29 @@ def evolve_with(
             raise NotFound("episode not found", path="$.params.episode_id")
         _check_references(conn, scope, changes, "$.params")
         step = Revision(scope, params.id, changes, params.reason, params.episode_id)
-        return apply_revision(ctx, conn, step, gate_fn, similar, vector=vector)
+        return apply_revision(
+            ctx, conn, step, gate_fn, similar, vector=vector, answers=answers, semantic=semantic
+        )
+
+
+def _ask_judge(
+    ctx: OpContext,
+    scope: str,
+    reason: str,
+    versions: tuple[gate.Procedure, gate.Procedure, list[gate.Procedure]],
+    gate_fn: pg.GateFunction,
+    similar: dict[tuple[str, str], float],
+    aliases: dict[str, frozenset[str]],
+) -> dict[judging.Key, judging.Answer]:
+    """Before the write, with no lock held: gate the revision as read, and ask the client's
+    judge about the pairs left undecided (a model may take seconds)."""
+    if ctx.judge is None:
+        return {}
+    old, new, found = versions
+    assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
+    if failed:
+        return {}
+    return judging.ask(ctx, scope, reason, old, new, found, assessment)
 
 
 class Revision(msgspec.Struct, frozen=True):
@@ -190,13 +218,20 @@ def apply_revision(
     gate_fn: pg.GateFunction,
     similar: dict[tuple[str, str], float],
     vector: tuple[str, bytes] | None = None,
+    answers: dict[judging.Key, judging.Answer] | None = None,
+    semantic: str = "not_needed",
 ) -> EvolveProcedureResult:
-    """Inside the caller's write: store the revision, gate it, promote or quarantine it."""
+    """Inside the caller's write: store the revision, gate it, settle what the gate left
+    undecided (with the judge's answers given, else by policy), promote or quarantine."""
     current = _current(conn, step.scope, step.procedure_id)
     body = {**current.body, **step.changes}
     old, new = pg.of_record(current), _revised(current, step.changes)
-    found = pg.candidates(conn, step.scope, old, new, ctx.runtime.config.procedure_gate)
-    findings, failed = pg.run(gate_fn, old, new, found, similar)
+    aliases = pg.scope_aliases(conn, step.scope)
+    kind = ctx.runtime.config.procedure_gate
+    found = pg.candidates(conn, step.scope, old, new, kind, aliases)
+    assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
+    settled = judging.Settled() if failed else judging.settle(ctx, assessment, answers or {})
+    findings = assessment.findings + settled.findings
     reason = "gate_error" if failed else None
     views = [msgspec.to_builtins(v) for v in finding_views(findings)]
     new_version = procedure_sql.NewVersion(
@@ -220,7 +255,10 @@ def apply_revision(
         "status": status,
         "findings": views,
         "gate": ctx.runtime.config.procedure_gate,
+        "semantic": semantic,
     }
+    if settled.audit:
+        detail["undecided"] = settled.audit
     if failed:
         detail["gate_error"] = True
     log_sql.append(
@@ -239,6 +277,7 @@ def apply_revision(
         version_id=version.id,
         findings=finding_views(findings),
         reason=reason,
+        undecided=settled.pairs,
     )
 
 

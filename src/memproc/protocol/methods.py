@@ -299,6 +299,13 @@ METHODS: tuple[Method, ...] = (
             PM + "AuditResult",
             OPS + "procedure_review:audit",
         ),
+        Method(
+            "entity.alias",
+            PM + "EntityAliasParams",
+            PM + "EntityAliasResult",
+            OPS + "entities:alias",
+            writes=True,
+        ),
     ),
 )
 

@@ -38,15 +38,60 @@ class ProcedureStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     step: Annotated[int, Meta(ge=1, le=10_000)] | None = None
 
 
-class Condition(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A structured precondition: `{key: "node", value: ">= 20"}`."""
+Binds = Literal["self", "consumers", "scope"]
+# A version constraint: comma-separated clauses such as ">=2,<3", ">=1.4", "~=1.2" or "5".
+_CLAUSE = r"(?:[<>]=?|==?|!=|~=|\^|~)?\s*[0-9A-Za-z.*+-]+"
+VersionConstraint = Annotated[
+    str, Meta(max_length=256, pattern=rf"^\s*{_CLAUSE}(?:\s*,\s*{_CLAUSE})*\s*$")
+]
+# When an output is ready: a time of day ("02:30") or a duration after the start ("45m", "2h").
+AvailableAfter = Annotated[str, Meta(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$|^\d+(?:m|h)$")]
+ContractId = Annotated[str, Meta(min_length=1, max_length=512)]
 
-    key: Annotated[str, Meta(min_length=1, max_length=256)]
-    value: StepText
+
+class Condition(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """A structured precondition, in one of two forms.
+
+    `{key, value}`: a requirement on a setting (`{key: "node", value: ">= 20"}`).
+    `{text, binds}`: a sentence, with who it binds: `self` (only this procedure), `consumers`
+    (procedures that consume its outputs) or `scope` (every procedure of the scope). Without
+    `binds` the gate infers the reach, conservatively, and its findings say it was inferred.
+    """
+
+    key: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
+    value: StepText | None = None
+    text: Annotated[str, Meta(min_length=1, max_length=4000)] | None = None
+    binds: Binds | None = None
+
+    def __post_init__(self) -> None:
+        keyed = self.key is not None and self.value is not None
+        if keyed == (self.text is not None) or (self.key is None) != (self.value is None):
+            raise ValueError("a precondition object has either `text` or `key` and `value`")
+
+
+class Produced(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """An output this procedure declares: what other procedures may consume by `id`."""
+
+    id: ContractId
+    format: ShortText | None = None
+    version: ShortText | None = None
+    location: Annotated[str, Meta(max_length=2048)] | None = None
+    available_after: AvailableAfter | None = None
+
+
+class Consumed(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """An input this procedure declares: an output `id`, of the procedure named `from` (or of
+    any procedure of the scope producing that id), in a format and a version range."""
+
+    id: ContractId
+    from_: Name | None = msgspec.field(default=None, name="from")
+    format: ShortText | None = None
+    version: VersionConstraint | None = None
 
 
 class Output(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A structured output: what it is, and where, in which format and version."""
+    """A structured output: what it is, and where, in which format and version. The gate reads
+    it as a declared output too (`name` as its id, `path` as its location)."""
 
     name: Annotated[str, Meta(min_length=1, max_length=512)]
     path: ShortText | None = None
@@ -59,6 +104,8 @@ OutputItem = Annotated[str, Meta(min_length=1, max_length=4000)] | Output
 Steps = Annotated[list[ProcedureStep], Meta(min_length=1, max_length=200)]
 Preconditions = Annotated[list[Precondition], Meta(max_length=100)]
 Outputs = Annotated[list[OutputItem], Meta(max_length=100)]
+Produces = Annotated[list[Produced], Meta(max_length=100)]
+Consumes = Annotated[list[Consumed], Meta(max_length=100)]
 EntityNames = Annotated[list[Name], Meta(max_length=64)]
 References = Annotated[list[ProcedureId], Meta(max_length=64)]
 
@@ -93,6 +140,8 @@ class ProcedureView(msgspec.Struct, kw_only=True):
     reason: str | None = None
     findings: list[Finding] = []
     refs: list[str] = []
+    produces: list[Produced] = []
+    consumes: list[Consumed] = []
 
 
 class CreateProcedureParams(Params, kw_only=True):
@@ -106,6 +155,8 @@ class CreateProcedureParams(Params, kw_only=True):
     trigger: StepText | None = None
     references: References = msgspec.field(default_factory=list)
     refs: Refs = msgspec.field(default_factory=list)
+    produces: Produces = msgspec.field(default_factory=list)
+    consumes: Consumes = msgspec.field(default_factory=list)
 
 
 class CreateProcedureResult(Result, kw_only=True):
@@ -167,7 +218,32 @@ class EvolveProcedureParams(Params, kw_only=True):
     trigger: StepText | None = None
     references: References | None = None
     refs: Refs | None = None  # None keeps the current refs; a list replaces them
+    produces: Produces | None = None
+    consumes: Consumes | None = None
     episode_id: ProcedureId | None = None
+
+
+JudgeOutcome = Literal[
+    "answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"
+]
+
+
+class UndecidedPair(msgspec.Struct, kw_only=True):
+    """A dependent the rules could not decide on, and how it was settled.
+
+    `why`: the rules disagree, their confidence is low, or the change is of a kind no rule can
+    judge (world knowledge). `settled_by` is "judge" when the client's judge answered, else
+    "policy" (`gate_undecided`); `outcome` says what happened when the judge was asked:
+    "no_judge" when the client declared none, "not_asked" when a rule finding had already
+    quarantined the revision."""
+
+    dependent_id: str
+    why: Literal["rules_disagree", "low_confidence", "world_knowledge"]
+    detail: str
+    settled_by: Literal["judge", "policy"]
+    outcome: JudgeOutcome | Literal["no_judge", "not_asked"]
+    verdict: Literal["breaks", "safe"] | None = None
+    reason: str = ""
 
 
 class EvolveProcedureResult(Result, kw_only=True):
@@ -176,6 +252,21 @@ class EvolveProcedureResult(Result, kw_only=True):
     version_id: str
     findings: list[Finding]
     reason: str | None = None  # "gate_error" when the gate failed (fail closed)
+    undecided: list[UndecidedPair] = msgspec.field(default_factory=list)
+
+
+class EntityAliasParams(Params, kw_only=True):
+    """Other names of an entity in a scope ("k8s" and "kube" for Kubernetes). The gate looks
+    a revision's dependents up under them too, and counts them as the entity's own names."""
+
+    scope: Scope | None = None
+    name: Name
+    aliases: Annotated[list[Name], Meta(min_length=1, max_length=64)]
+
+
+class EntityAliasResult(Result, kw_only=True):
+    name: str  # normalized: lowercase words
+    aliases: list[str]  # every alias the entity has in the scope now, normalized
 
 
 class RecordEpisodeParams(Params, kw_only=True):
@@ -218,6 +309,8 @@ class DependentRevision(Params, kw_only=True):
     steps: Steps | None = None
     preconditions: Preconditions | None = None
     outputs: Outputs | None = None
+    produces: Produces | None = None
+    consumes: Consumes | None = None
 
 
 class ReviewDecideParams(Params, kw_only=True):
@@ -258,3 +351,65 @@ class AuditEntry(msgspec.Struct, kw_only=True):
 class AuditResult(Result, kw_only=True):
     items: list[AuditEntry]
     next_cursor: str | None = None
+
+
+# -- gate/judge: a server-to-client request ------------------------------------------------------
+
+
+class ValueChange(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One setting, limit or contract field whose value the revision changed."""
+
+    key: str
+    old: str | None = None
+    new: str | None = None
+    where: str = ""  # "step 2", "produces[id=orders].format", ...
+
+
+class ChangeSet(msgspec.Struct, kw_only=True):
+    """What a revision changed, as the gate read it: steps by their sequence diff, values of
+    the same key, preconditions, and the declared contract."""
+
+    added_steps: list[str] = []
+    removed_steps: list[str] = []
+    moved_steps: list[str] = []
+    changed_values: list[ValueChange] = []
+    added_preconditions: list[str] = []
+    removed_preconditions: list[str] = []
+    contract: list[ValueChange] = []
+
+
+class JudgedProcedure(msgspec.Struct, kw_only=True):
+    """A procedure as the judge sees it: the fields a model needs to reason about it."""
+
+    id: str
+    name: str
+    steps: list[ProcedureStep]
+    preconditions: list[Precondition] = []
+    entity_names: list[str] = []
+    trigger: str | None = None
+    produces: list[Produced] = []
+    consumes: list[Consumed] = []
+
+
+class JudgeParams(msgspec.Struct, kw_only=True):
+    """Params of `gate/judge`, sent by the service to its client when the gate cannot decide
+    whether a revision breaks one dependent. `prompt` is ready to hand to a model; the answer
+    is a `JudgeVerdict`."""
+
+    scope: str
+    reason: str  # the revision's reason, as its author gave it
+    why: Literal["rules_disagree", "low_confidence", "world_knowledge"]
+    detail: str
+    changes: ChangeSet
+    old: JudgedProcedure
+    revision: JudgedProcedure
+    dependent: JudgedProcedure
+    findings: list[Finding] = []  # what the rules suspected, if anything
+    prompt: str
+
+
+class JudgeVerdict(msgspec.Struct, kw_only=True):
+    """The client's answer to `gate/judge`."""
+
+    verdict: Literal["breaks", "safe"]
+    reason: Annotated[str, Meta(max_length=4000)] = ""

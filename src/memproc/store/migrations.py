@@ -339,6 +339,20 @@ INSERT INTO memory_events (memory_seq, at, action, from_status, to_status, reaso
     WHERE status = 'forgotten';
 """
 
+_CONTRACTS = """
+-- Other names of an entity within a scope, added by a harness with `entity.alias` ("k8s" for
+-- Kubernetes): the gate looks candidates up under them too. Names and aliases are stored
+-- normalized (lowercase words), so one lookup finds every spelling.
+CREATE TABLE entity_aliases (
+    scope      TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    alias      TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (scope, name, alias)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX entity_aliases_by_alias ON entity_aliases (scope, alias);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
@@ -347,6 +361,9 @@ MIGRATIONS: tuple[str, ...] = (
     _EVIDENCE_AND_CHECKPOINTS,
     _PROCEDURES,
     _LIFECYCLE,
+    # Declared contracts (produces, consumes, a precondition's binds) live in a procedure's
+    # JSON body and need no column; the candidate index files them as `consumes:` keys.
+    _CONTRACTS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

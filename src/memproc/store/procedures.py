@@ -274,3 +274,26 @@ def put_vector(conn: apsw.Connection, seq: int, fingerprint: str, vector: bytes)
         "VALUES (?, ?, ?)",
         (seq, fingerprint, vector),
     )
+
+
+# -- entity aliases -------------------------------------------------------------------------------
+
+
+def add_aliases(conn: apsw.Connection, scope: str, name: str, aliases: Iterable[str]) -> None:
+    """File `aliases` as other names of `name` in `scope`; repeating one changes nothing."""
+    now = now_rfc3339()
+    conn.executemany(
+        "INSERT OR IGNORE INTO entity_aliases (scope, name, alias, created_at) VALUES (?, ?, ?, ?)",
+        [(scope, name, alias, now) for alias in sorted(set(aliases)) if alias != name],
+    )
+
+
+def aliases(conn: apsw.Connection, scope: str) -> dict[str, set[str]]:
+    """Every entity of `scope` that has aliases -> its aliases."""
+    found: dict[str, set[str]] = {}
+    rows = conn.execute(
+        "SELECT name, alias FROM entity_aliases WHERE scope = ? ORDER BY name, alias", (scope,)
+    )
+    for name, alias in rows:
+        found.setdefault(name, set()).add(alias)
+    return found

@@ -1,0 +1,212 @@
+"""Limits a revision tightens, and dependents that need what the new limit cuts off.
+
+A bound is a setting or a sentence about a maximum or a minimum: a key or a step with a
+bound word (`read_timeout: 45s`, `maxWorkers: 12`, `expire after: 60d`, "at most 40 jobs
+an hour") and a quantity (see `units`). It is tightened when the same setting, or the
+same step reworded, now allows less: a lower maximum, a higher minimum. Between the two
+values lies what the revision newly forbids; a dependent that needs a quantity in that band
+(of the same dimension, in one of its steps) worked before and does not now. A quantity
+outside the band was already over the old limit, or still fits the new one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from memproc.gate import lexicon as lx
+from memproc.gate import sequence, units, values
+from memproc.gate.facts import Facts
+from memproc.gate.model import Finding, Procedure
+
+# Words that make a quantity an upper or a lower bound: English words for limits, and the
+# abbreviations operations settings use (max, min, ttl), from general knowledge.
+UPPER_WORDS = lx.words(
+    """max maximum limit limits limited cap caps capped ceiling timeout timeouts ttl
+    retention retain retained expire expires expiry lifetime quota delete deleted purge
+    purged keep kept"""
+)
+LOWER_WORDS = lx.words("min minimum floor least")
+# A timeout or a time-to-live given as a bare number is in seconds: the convention of
+# configuration formats and client libraries alike (general knowledge).
+SECONDS_BY_DEFAULT = lx.words("timeout timeouts ttl")
+_PHRASES_UPPER = ("at most", "up to", "no more than", "times out", "time out")
+_PHRASES_LOWER = ("at least", "no less than", "no fewer than")
+Direction = Literal["upper", "lower"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    what: str  # the setting or the step's text
+    direction: Direction
+    old: units.Quantity
+    new: units.Quantity
+    where: str
+
+
+def direction(words: list[str], text: str = "") -> Direction | None:
+    lowered = f" {text.lower()} "
+    if set(words) & LOWER_WORDS or any(f" {p} " in lowered for p in _PHRASES_LOWER):
+        return "lower"
+    if set(words) & UPPER_WORDS or any(f" {p} " in lowered for p in _PHRASES_UPPER):
+        return "upper"
+    return None
+
+
+def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity | None:
+    """The largest quantity in a value ("0..250MB" -> 250 MB); a bare number takes a unit
+    from its key ("ttl_hours: 6")."""
+    found = [q for q in units.scan(text, memory=memory) if q.dimension != "period"]
+    if not found:
+        return None
+    best = max(found, key=lambda q: q.value)
+    if best.dimension == "count":
+        for word in unit_words:
+            if word in LOWER_WORDS or word in UPPER_WORDS:
+                continue  # "min" in min_size is a minimum, not minutes
+            if word in units.PERIOD_ADVERBS:  # --keep-weekly 8: 8 weeks
+                return units.Quantity("time", best.value * units.PERIOD_ADVERBS[word], best.text)
+            measured = units.unit(word, memory=memory)
+            if measured is not None:
+                return units.Quantity(measured[0], best.value * measured[1], best.text)
+        if set(unit_words) & SECONDS_BY_DEFAULT:
+            return units.Quantity("time", best.value, f"{best.text} s")
+    return best
+
+
+def _tighter(d: Direction, old: units.Quantity, new: units.Quantity) -> bool:
+    if old.dimension != new.dimension:
+        return False
+    return new.value < old.value if d == "upper" else new.value > old.value
+
+
+def tightened(old: Procedure, revision: Procedure) -> list[Bound]:
+    found = _from_settings(old, revision) + _new_settings(old, revision)
+    seen = {b.where for b in found}
+    return found + [b for b in _from_steps(old, revision) if b.where not in seen]
+
+
+def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
+    found = []
+    for change in values.changed(old, revision):
+        words = change.words
+        d = direction(words)
+        if d is None:
+            continue
+        memory = bool(set(words) & units.SIZE_WORDS)
+        before = _quantity(change.old, memory, words)
+        after = _quantity(change.new, memory, words)
+        if before and after and _tighter(d, before, after):
+            found.append(Bound(change.key, d, before, after, change.where))
+    return found
+
+
+_UNBOUNDED = {"upper": float("inf"), "lower": 0.0}
+
+
+def _new_settings(old: Procedure, revision: Procedure) -> list[Bound]:
+    """A bound set where there was none (`statement_timeout = 30s` added): everything past
+    it is newly cut off. Only measured bounds (time, size, rate): a bare count is too often
+    something else."""
+    before = {s.key for s in values.settings(old)}
+    found = []
+    for setting in values.settings(revision):
+        d = direction(setting.words)
+        if setting.key in before or d is None:
+            continue
+        memory = bool(set(setting.words) & units.SIZE_WORDS)
+        new = _quantity(setting.value, memory, setting.words)
+        if new is None or new.dimension == "count":
+            continue
+        old_q = units.Quantity(new.dimension, _UNBOUNDED[d], "no limit")
+        found.append(Bound(setting.key, d, old_q, new, setting.where))
+    return found
+
+
+def _from_steps(old: Procedure, revision: Procedure) -> list[Bound]:
+    """A reworded step whose limit sentence now allows less."""
+    found = []
+    pairing = sequence.pair(old, revision)
+    for i, j in sorted(pairing.pairs.items()):
+        before, after = _text(old.steps[i]), _text(revision.steps[j])
+        if before == after:
+            continue
+        d = direction(_prose_words(after), after)
+        if d is None:
+            continue
+        for old_q, new_q in _same_dimension(before, after):
+            if _tighter(d, old_q, new_q):
+                found.append(Bound(after, d, old_q, new_q, f"step {j + 1}"))
+                break
+    return found
+
+
+def _prose_words(text: str) -> list[str]:
+    """The words of a sentence without its quantities: "20 jobs/min" holds no "min"."""
+    text = re.sub(r"\d+(?:[.,]\d+)?\s*[a-z]*", " ", text.lower())
+    text = re.sub(
+        r"(?:/|\bper\s+|\ba\s+)(?:second|sec|s|minute|min|m|hour|hr|h|day|d)\b", " ", text
+    )
+    return re.findall(r"[a-z]+", text)
+
+
+def _same_dimension(before: str, after: str) -> list[tuple[units.Quantity, units.Quantity]]:
+    """The largest quantity of each dimension both texts hold; measured ones before counts
+    (a count beside a rate is usually a status code or a batch size)."""
+    old_by, new_by = _largest(before), _largest(after)
+    shared = [d for d in old_by if d in new_by]
+    shared.sort(key=lambda d: d == "count")
+    return [(old_by[d], new_by[d]) for d in shared]
+
+
+def _largest(text: str) -> dict[str, units.Quantity]:
+    found: dict[str, units.Quantity] = {}
+    for q in units.scan(text):
+        if q.dimension != "period" and (
+            q.dimension not in found or q.value > found[q.dimension].value
+        ):
+            found[q.dimension] = q
+    return found
+
+
+def _text(step: object) -> str:
+    return f"{getattr(step, 'action', '')} | {getattr(step, 'detail', '')}"
+
+
+def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] | None:
+    """A quantity of the dependent the new bound cuts off and the old one allowed."""
+    for source, text in dependent.texts:
+        if not source.startswith("step"):
+            continue
+        for q in units.scan(text):
+            dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"
+            if dimension != bound.new.dimension:
+                continue
+            lo, hi = sorted((bound.old.value, bound.new.value))
+            inside = lo < q.value <= hi if bound.direction == "upper" else lo <= q.value < hi
+            if inside:
+                return source, q
+    return None
+
+
+def tightened_bounds(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    findings = []
+    for bound in tightened(old.procedure, revision.procedure):
+        hit = needs_in_band(bound, dependent)
+        if hit is None:
+            continue
+        source, quantity = hit
+        findings.append(
+            Finding(
+                dependent_id=dependent.procedure.id,
+                pattern="tightened_limit",
+                detail=(
+                    f"the revision tightens {bound.what} from {bound.old.text} to "
+                    f"{bound.new.text} ({bound.where}); the dependent needs {quantity.text} "
+                    f"({source}), which the old limit allowed"
+                ),
+                evidence={"old": bound.old.text, "new": bound.new.text, "dependent": quantity.text},
+            )
+        )
+    return findings

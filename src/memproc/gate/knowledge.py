@@ -1,0 +1,156 @@
+"""Changes only domain knowledge can judge, and values a dependent relies on by name.
+
+A new version of a component (a pinned package, a base image, a cluster or runtime version)
+may break a dependent that uses it, or not: a library's major version drops an old
+runtime, a platform upgrade removes a deprecated API, a new base image changes a default.
+No rule here pretends to know which; when the dependent is linked to what changed and no
+rule decided, the pair is left undecided ("world_knowledge") for the client's judge, or the
+policy. A version installed for the procedure's own use ("install Ruby 3.3 with rbenv")
+concerns only itself.
+
+A changed value the dependent names is decided, though: the revision moves a setting from
+`gzip` to `zstd` and the dependent says it reads gzip.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memproc.gate import lexicon as lx
+from memproc.gate import values
+from memproc.gate.facts import Facts
+from memproc.gate.model import Finding, Undecided
+from memproc.gate.surface import Surface, norm_entity
+from memproc.gate.text import split_clauses
+
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
+# A bare whole number is a version only under a key that says so; elsewhere it is a count.
+_VERSION_KEYS = lx.words("version release sdk api runtime toolchain")
+_TAG = re.compile(r"^[a-z][\w.-]*$")
+# Verbs of setting a tool up for one's own use (general English): a version such a step
+# installs is the procedure's own.
+LOCAL_SETUP_VERBS = lx.words("install installs use uses select selects setup pick switch")
+
+
+def _first(value: str) -> str:
+    return value.split()[0] if value.split() else value
+
+
+def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
+    """Settings whose value is a version or an image tag, changed outside a local setup."""
+    found = []
+    for change in values.changed(old.procedure, revision.procedure):
+        before, after = _first(change.old), _first(change.new)
+        versioned = bool(_VERSION.match(before) and _VERSION.match(after)) and (
+            "." in before + after
+            or before.startswith("v")
+            or bool(set(change.words) & _VERSION_KEYS)
+            or _product(change.name)  # "Ruby 3", "PHP 8": a product and its version
+        )
+        tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
+        if (versioned or tagged) and not _local(revision, change.where):
+            found.append(change)
+    return found
+
+
+def _product(name: str) -> bool:
+    """A product's name: a capitalized word ("Ruby", "OpenJDK", "PHP"), not a setting's key
+    ("MAX_UPLOAD_SIZE")."""
+    return name[:1].isupper() and name.isalpha() and (not name.isupper() or len(name) <= 5)
+
+
+def _is_image(change: values.Change) -> bool:
+    """`name:tag` written together: an image reference, not a `key: value` setting."""
+    return bool(re.search(rf"{re.escape(change.name)}:\S", change.new_text))
+
+
+def _local(revision: Facts, where: str) -> bool:
+    index = int(where.split()[-1]) - 1 if where.startswith("step") else -1
+    if not 0 <= index < len(revision.procedure.steps):
+        return False
+    words = revision.procedure.steps[index].action.lower().split()
+    return bool(words) and words[0] in LOCAL_SETUP_VERBS
+
+
+def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> bool:
+    """Shared surface, or a file the dependent uses that is the revised one under another
+    extension (`deps/prod.in` compiles to `deps/prod.txt`)."""
+    if surface.shared:
+        return True
+    mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
+    theirs = [i for i in dependent.identifiers if i.kind == "path"]
+    return any(_stem(a.norm) == _stem(b.norm) and "/" in a.norm for a in mine for b in theirs)
+
+
+def _stem(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+
+
+def undecided(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> Undecided | None:
+    changes = component_changes(old, revision)
+    if not changes or not linked(old, revision, dependent, surface):
+        return None
+    said = "; ".join(f"{c.key} {_first(c.old)} -> {_first(c.new)} ({c.where})" for c in changes)
+    return Undecided(
+        dependent.procedure.id,
+        "world_knowledge",
+        f"the revision changes {said}; whether the dependent still works with it takes "
+        "knowledge of that component",
+    )
+
+
+# -- a changed value the dependent names ---------------------------------------------------------
+
+
+def relied_on_values(
+    old: Facts, revision: Facts, dependent: Facts, surface: Surface
+) -> list[Finding]:
+    """A setting's old value the dependent relies on: it sets or expects the same key at the
+    old value, or names a distinctive old value (not negated) and not the new one."""
+    theirs = {(s.key, _first(s.value)) for s in values.settings(dependent.procedure)}
+    findings = []
+    for change in values.changed(old.procedure, revision.procedure):
+        before, after = _first(change.old), _first(change.new)
+        same_key = (change.key, before) in theirs and surface.shared
+        if same_key or _named_value(change, revision, dependent, surface):
+            findings.append(
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="changed_value",
+                    detail=(
+                        f"the revision changes {change.key} from {before} to {after} "
+                        f"({change.where}); the dependent relies on {before}"
+                    ),
+                    evidence={"old": change.old_text, "new": change.new_text},
+                )
+            )
+    return findings
+
+
+def _named_value(
+    change: values.Change, revision: Facts, dependent: Facts, surface: Surface
+) -> bool:
+    before, after = _first(change.old), _first(change.new)
+    if not values.distinctive(before) or _VERSION.match(before) or before.isdigit():
+        return False
+    if not (surface.shared or _shares_name_word(revision, dependent)):
+        return False
+    return _names(dependent, before) and not _names(dependent, after)
+
+
+def _names(facts: Facts, value: str) -> bool:
+    """The value appears as a word of the procedure's steps, not negated."""
+    for clause in facts.step_clauses:
+        for token in clause.tokens:
+            if not token.negated and token.lower.strip("`'\"") == value.lower():
+                return True
+    return False
+
+
+def _shares_name_word(revision: Facts, dependent: Facts) -> bool:
+    """A content word of the revised procedure's name in the dependent's text (beyond verbs):
+    "compress media archives" and "reads the archives as gzip"."""
+    words = [w for w in norm_entity(revision.procedure.name).split()[1:] if w not in lx.STOPWORDS]
+    stems = {s for c in dependent.step_clauses for s in c.stems()}
+    wanted = {s for c in split_clauses(" ".join(words), "", 0) for s in c.stems()}
+    return bool(wanted & stems)

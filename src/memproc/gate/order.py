@@ -1,0 +1,194 @@
+"""Order and timing: a step the dependent relies on now comes after the signal it waits for,
+or the revised procedure is done later than the dependent runs.
+
+A dependent that starts on a signal of the revised procedure (its trigger, or a first step
+such as "on: release published" or "listen for the 'catalog synced' event") assumes that
+everything the procedure did before that signal is done. The step-sequence diff shows which
+steps moved: one that came before the signal in the old version and comes after it in the
+revision (the signal is now sent before the files it announces are written) breaks that
+assumption. Notifications moving around change nothing.
+
+A dependent that runs at a clock time ("at 07:15") or a fixed time after the procedure starts
+("90m after 'import' starts") assumes the procedure is done by then: one now done later than
+that ("done by 08:00", or a step that "takes about 40 minutes" more) breaks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memproc.gate import identifiers, schedule, sequence
+from memproc.gate import lexicon as lx
+from memproc.gate.facts import Facts
+from memproc.gate.model import Finding, Procedure
+from memproc.gate.text import equivalent, split_clauses, stem
+
+# Words that open a step waiting for an event: English subordinators of time, and the verbs
+# of subscribing and listening (general vocabulary).
+EVENT_OPENERS = lx.words(
+    "on when whenever once after upon trigger triggers triggered subscribe listen wait await"
+)
+_QUOTED = re.compile(r"['\"‘“]([^'\"’”]{3,})['\"’”]")
+_NOTIFY = frozenset(stem(w) for w in lx.NOTIFY_VERBS)
+_GENERIC = frozenset(stem(w) for w in lx.GENERIC_VERBS | EVENT_OPENERS)
+
+
+def cues(dependent: Procedure) -> list[str]:
+    """What the dependent waits for: its trigger, and a first step that waits for an event."""
+    found = [dependent.trigger] if dependent.trigger else []
+    if dependent.steps:
+        first = dependent.steps[0]
+        words = re.findall(r"[a-z]+", first.action.lower())
+        if words and words[0] in EVENT_OPENERS:
+            found.append(f"{first.action} {first.detail}")
+    return found
+
+
+def _content(text: str) -> list[str]:
+    return [
+        s
+        for c in split_clauses(text, "", 0)
+        for s in c.stems()
+        if s not in _GENERIC and s not in lx.STOPWORDS
+    ]
+
+
+def signal_step(procedure: Procedure, cue: str) -> int | None:
+    """The step of `procedure` a cue names: a quoted message it sends, an identifier they
+    share, or most of the cue's content words."""
+    quoted = [q.lower() for q in _QUOTED.findall(cue)]
+    cue_ids = [i for i in identifiers.find(cue) if i.kind in identifiers.CODE_KINDS]
+    wanted = _content(cue)
+    best, best_share = None, 0.0
+    for index, step in enumerate(procedure.steps):
+        text = f"{step.action} {step.detail}"
+        if any(q in text.lower() for q in quoted):
+            return index
+        if any(identifiers.same(a, b) for a in cue_ids for b in identifiers.find(text)):
+            return index
+        have = _content(step.action)
+        shared = [w for w in wanted if any(equivalent(w, h) for h in have)]
+        share = len(shared) / len(wanted) if wanted else 0.0
+        if len(shared) >= 2 and share > best_share:
+            best, best_share = index, share
+    return best if best_share >= 0.5 else None
+
+
+def _notification(procedure: Procedure, index: int) -> bool:
+    action = procedure.steps[index].action.lower().split()
+    return bool(action) and stem(action[0]) in _NOTIFY
+
+
+def moved_past_signal(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    before, after = old.procedure, revision.procedure
+    pairing = sequence.pair(before, after)
+    back = {j: i for i, j in pairing.pairs.items()}
+    for cue in cues(dependent.procedure):
+        signal = signal_step(after, cue)
+        if signal is None or signal not in back:
+            continue
+        old_signal = back[signal]
+        for i, j in sorted(pairing.pairs.items()):
+            if i < old_signal and j > signal and not _notification(before, i):
+                step = before.steps[i]
+                return [
+                    Finding(
+                        dependent_id=dependent.procedure.id,
+                        pattern="reordered_output",
+                        detail=(
+                            f"'{step.action}' used to come before "
+                            f"'{after.steps[signal].action}' and now comes after it; the "
+                            "dependent starts on that signal and expects it done"
+                        ),
+                        evidence={"moved": step.action, "signal": after.steps[signal].action},
+                    )
+                ]
+    return []
+
+
+# -- timing ----------------------------------------------------------------------------------------
+
+# Words that say when something is over (English): "done by 07:00", "ends ~05:30".
+_END = re.compile(
+    r"\b(?:finish\w*|ends?|ended|done|ready|complet\w*|until|lands?)\b\D{0,12}?"
+    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
+    re.I,
+)
+_WAIT = re.compile(
+    r"\b(?:wait\w*|sleep\w*|pause\w*|after)\s+(?:for\s+)?(?:about\s+|~)?(\d+(?:\.\d+)?\s*"
+    r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h))\b",
+    re.I,
+)
+_TAKES = re.compile(
+    r"\b(?:takes?|took|adds?|lasts?|runs? for|needs?)\s+(?:about\s+|around\s+|~)?(\d+(?:\.\d+)?"
+    r"\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m))\b|~(\d+(?:\.\d+)?\s*(?:min\w*|h\w*))",
+    re.I,
+)
+
+
+def _ready_at(procedure: Procedure) -> int | None:
+    """When the procedure says it is done, as a time of day (the last one it gives)."""
+    found = None
+    for step in procedure.steps:
+        for match in _END.finditer(f"{step.action} {step.detail}"):
+            found = schedule.clock(match.group(1))
+    return found
+
+
+def _runs_at(dependent: Procedure) -> int | None:
+    """The time of day the dependent runs: its trigger, or a step that says "at 07:15"."""
+    texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
+    for text in texts:
+        if text and re.search(r"\b(?:at|daily|every|cron)\b", text, re.I):
+            at = schedule.clock(text)
+            if at is not None:
+                return at
+    return None
+
+
+def _stated_minutes(procedure: Procedure) -> float:
+    total = 0.0
+    for step in procedure.steps:
+        for match in _TAKES.finditer(f"{step.action} {step.detail}"):
+            total += schedule.duration(match.group(1) or match.group(2)) or 0.0
+    return total
+
+
+def _waits(dependent: Procedure) -> float | None:
+    """A fixed wait of the dependent after the revised procedure starts, in minutes."""
+    when = schedule.schedule(dependent.trigger)
+    if when is not None and when.moment is not None and when.moment.frame == "offset":
+        return when.moment.minutes
+    if dependent.steps:
+        match = _WAIT.search(f"{dependent.steps[0].action} {dependent.steps[0].detail}")
+        if match:
+            return schedule.duration(match.group(1))
+    return None
+
+
+def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """The revised procedure is now done after the time the dependent runs (a clock time or
+    a fixed wait after it starts), where it used to be done before."""
+    before, after, other = old.procedure, revision.procedure, dependent.procedure
+    old_at, new_at, due = _ready_at(before), _ready_at(after), _runs_at(other)
+    if old_at is not None and new_at is not None and due is not None and old_at <= due < new_at:
+        return [_late(dependent, f"done by {_hhmm(new_at)} (was {_hhmm(old_at)})", _hhmm(due))]
+    wait = _waits(other)
+    old_total, new_total = _stated_minutes(before), _stated_minutes(after)
+    if wait is not None and new_total > old_total and old_total <= wait < new_total:
+        said = f"about {new_total:g} minutes of stated work (was {old_total:g})"
+        return [_late(dependent, said, f"{wait:g} minutes after it starts")]
+    return []
+
+
+def _hhmm(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _late(dependent: Facts, what: str, due: str) -> Finding:
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="later_output",
+        detail=f"the revised procedure is now {what}; the dependent runs at {due}",
+        evidence={"revision": what, "dependent": due},
+    )

@@ -1,0 +1,171 @@
+"""Settings and their values, read from step text, and what changed between two versions.
+
+A setting is a key with a value, in the forms configuration and command lines use:
+`key: value`, `key = value`, `key=value`, `pkg==1.2.3`, `--flag value`, `--flag=value`,
+`image:tag`, and a name directly followed by a number ("apiLevel 31", "Ruby 3.2").
+Keys are compared normalized (lowercase, `-` and `_` alike), so the same setting is found on
+both sides however a revision rewords the step around it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memproc.gate import lexicon as lx
+from memproc.gate.identifiers import split_words
+from memproc.gate.model import Procedure
+
+# Every pattern starts at the start of a token (a lookbehind), so a long run of word
+# characters is scanned once, not once per position.
+_KEY_VALUE = re.compile(
+    r"(?<![\w.\-/$])(?P<key>[A-Za-z_$][\w.\-/$]*(?:[ \t][A-Za-z][\w\-]*){0,2})\s*"
+    r"(?P<op>==|=|:(?=\s))\s*(?P<value>[^\s].*)$"
+)
+_FLAG = re.compile(r"(?<![\w-])(?P<key>--?[A-Za-z][\w-]*)(?:=|\s+)(?P<value>[^\s-][^\s]*)")
+_IMAGE = re.compile(
+    r"(?<![\w./:-])(?P<key>[a-z0-9][\w./-]*[a-z0-9]):(?P<value>[\w][\w.-]*)(?![\w/:])"
+)
+_NAME_NUMBER = re.compile(
+    r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])"
+)
+# Values that say nothing by themselves: a changed "true" is read through its key only.
+_PLAIN_VALUES = lx.words("true false yes no on off enabled disabled none null")
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # normalized
+    value: str
+    where: str  # "step 2", "output 1"
+    text: str  # the segment it was read from
+    name: str = ""  # the key as written ("maxWorkers"), for its words
+
+    @property
+    def words(self) -> list[str]:
+        return split_words(self.name or self.key)
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    old: str
+    new: str
+    where: str
+    old_text: str
+    new_text: str
+    name: str = ""
+
+    @property
+    def words(self) -> list[str]:
+        return split_words(self.name or self.key)
+
+
+def normalize_key(key: str) -> str:
+    return re.sub(r"[\s_-]+", "_", key.strip().strip("'\"`").lower()).strip("_")
+
+
+def segments(text: str) -> list[str]:
+    """Text cut at `,` `;` `|` and line ends outside brackets and quotes."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif char in ",;|\n" and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def settings_of_text(text: str, where: str) -> list[Setting]:
+    found: list[Setting] = []
+    for segment in segments(text):
+        found += _read_segment(segment, where)
+    return found
+
+
+def _read_segment(segment: str, where: str) -> list[Setting]:
+    found = []
+    for match in _FLAG.finditer(segment):
+        key = match["key"]
+        found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
+    pair = _KEY_VALUE.search(segment)
+    if pair and not segment.lstrip().startswith("-"):
+        # "key: value" may have a key of words ("delete after: 30d"); "key=value" has one name
+        key = _last_words(pair["key"]) if pair["op"] == ":" else pair["key"].split()[-1]
+        if key and key.split()[-1].lower() not in lx.STOPWORDS:
+            value = _clean(pair["value"])
+            found.append(Setting(normalize_key(key), value, where, segment, key))
+    for match in _IMAGE.finditer(segment):
+        if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
+            name = match["key"]
+            found.append(Setting(normalize_key(name), match["value"], where, segment, name))
+    for match in _NAME_NUMBER.finditer(segment):
+        key = match["key"]
+        if key.lower() not in lx.STOPWORDS and key.lower() not in lx.NUMBER_CONTEXT:
+            value = match["value"].lower()
+            found.append(Setting(normalize_key(key), value, where, segment, key))
+    return found
+
+
+def _last_words(key: str) -> str:
+    """At most the last three words before `:` or `=`: the key, not the sentence."""
+    words = key.split()
+    return " ".join(words[-3:])
+
+
+def _clean(value: str) -> str:
+    value = value.split(" #", 1)[0].strip().strip("'\"`").strip()
+    return value.lower()
+
+
+def settings(procedure: Procedure) -> list[Setting]:
+    found = []
+    for number, step in enumerate(procedure.steps, start=1):
+        found += settings_of_text(step.action, f"step {number}")
+        found += settings_of_text(step.detail, f"step {number}")
+    return found
+
+
+def changed(old: Procedure, revision: Procedure) -> list[Change]:
+    """Settings present on both sides whose value differs (first differing occurrence)."""
+    before, after = _by_key(settings(old)), _by_key(settings(revision))
+    found = []
+    for key in before.keys() & after.keys():
+        old_values = [s.value for s in before[key]]
+        new_values = [s.value for s in after[key]]
+        if old_values == new_values:
+            continue
+        pairs = [
+            (a, b) for a, b in zip(before[key], after[key], strict=False) if a.value != b.value
+        ]
+        if not pairs:
+            continue
+        a, b = pairs[0]
+        found.append(Change(key, a.value, b.value, b.where, a.text, b.text, b.name))
+    return sorted(found, key=lambda c: (c.where, c.key))
+
+
+def _by_key(found: list[Setting]) -> dict[str, list[Setting]]:
+    grouped: dict[str, list[Setting]] = {}
+    for setting in found:
+        grouped.setdefault(setting.key, []).append(setting)
+    return grouped
+
+
+def distinctive(value: str) -> bool:
+    """A value specific enough that naming it means relying on it: not a boolean or a small
+    number, at least two characters."""
+    value = value.strip().lower()
+    return len(value) >= 2 and value not in _PLAIN_VALUES and not value.isdigit()

@@ -1,0 +1,388 @@
+"""The rules that generalise, each in both directions, on workflows written for this test.
+
+Identifiers, units, settings, other names, negation, bounds, removed names, order and timing,
+prohibitions, the reach of a demand, and what only domain knowledge can judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from memproc.gate.identifiers import find, same
+from memproc.gate.names import same_system
+from memproc.gate.text import split_clauses
+from memproc.gate.units import scan
+from memproc.gate.values import changed, settings_of_text
+
+
+def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: Any) -> Procedure:
+    built = tuple(Step(*s) if isinstance(s, tuple) else Step(s) for s in steps)
+    for key in ("preconditions", "aliases"):
+        if key in extra:
+            extra[key] = tuple(extra[key])
+    return Procedure(id=pid, name=name, steps=built, entity_names=tuple(entities), **extra)
+
+
+def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
+    """Patterns of the findings, or "undecided:<why>" for a pair left to a judge; only for a
+    dependent the index would offer as a candidate."""
+    if not index_keys(dependent) & probe_keys(old, new):
+        return []
+    result = assess(old, new, [dependent])
+    return [f.pattern for f in result.findings] + [f"undecided:{u.why}" for u in result.undecided]
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def test_identifiers_are_found_by_shape() -> None:
+    text = "read finance.ledger.entries, msg.body.carrier_code, maxWorkers=4 from $QUEUE_URL"
+    kinds = {(i.kind, i.norm) for i in find(text)}
+    assert ("dotted", "finance.ledger.entries") in kinds and ("camel", "maxworkers") in kinds
+    assert ("env", "queue_url") in kinds
+    tail, whole = find("ledger.entries")[0], find("finance.ledger.entries")[0]
+    assert same(tail, whole)
+    bare = find("GET /v3/parcels")[0]
+    url = next(i for i in find("curl https://api.example.org/v3/parcels?page=2") if i.kind == "url")
+    assert same(bare, url)
+    glob = next(i for i in find("scan index audit-*") if i.kind == "glob")
+    assert same(glob, find("policy audit-archive")[0])
+    assert [i.norm for i in find("queue_depth{region, tier}") if i.kind == "member"] == [
+        "region",
+        "tier",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "dimension", "values"),
+    [
+        ("2Gi", "size", [2 * 1024**3]),
+        ("2048Mi", "size", [2 * 1024**3]),
+        ("waits 10 to 20 minutes", "time", [600, 1200]),
+        ("20 jobs/min", "rate", [20 / 60]),
+        ("15 uploads a second", "rate", [15]),
+        ("the last quarter", "time", [90 * 86400]),
+    ],
+)
+def test_quantities_are_normalized(text: str, dimension: str, values: list[float]) -> None:
+    found = [q for q in scan(text) if q.dimension == dimension]
+    assert [pytest.approx(q.value) for q in found] == values
+
+
+def test_settings_are_read_in_every_form_and_compared_by_key() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("pool_size = 40, --threads 8", "step 1")}
+    assert read == {("pool_size", "40"), ("threads", "8")}
+    old = proc("a", "tune", [], [("workers", "maxWorkers: 12")])
+    new = proc("a", "tune", [], [("workers, fewer now", "maxWorkers: 6")])
+    [change] = changed(old, new)
+    assert (change.key, change.old, change.new, change.words) == (
+        "maxworkers",
+        "12",
+        "6",
+        ["max", "workers"],
+    )
+
+
+def test_negation_reaches_a_list_after_a_comma_and_contrast_sets_aside() -> None:
+    first, second = split_clauses("never caches, logs or retries the calls", "s", 1)
+    assert all(t.negated for t in first.tokens + second.tokens)
+    [clause] = split_clauses("uses SFTP instead of FTP", "s", 1)
+    assert [t.text for t in clause.tokens if t.negated] == ["instead", "of", "FTP"]
+
+
+def test_well_known_short_names_and_families() -> None:
+    assert same_system("k8s", "Kubernetes") and same_system("AKS", "kubectl")
+    assert same_system("psql", "PostgreSQL") and not same_system("GitHub Actions", "GHCR")
+
+
+# -- surface ---------------------------------------------------------------------------------------
+
+VAULT_OLD = proc("a", "issue app secrets", ["Bamboo"], [("bamboo run plan-7", "")])
+VAULT_NEW = proc(
+    "a",
+    "issue app secrets",
+    ["Bamboo"],
+    [("bamboo run plan-7", "")],
+    preconditions=["every job must fetch its token from the broker first"],
+)
+
+
+def test_an_everyday_word_is_no_name_but_a_command_is() -> None:
+    prose = proc("b", "plan the offsite", [], ["book a bamboo garden for the team lunch"])
+    command = proc("c", "nightly build", [], [("bamboo queue --plan nightly", "")])
+    assert verdict(VAULT_OLD, VAULT_NEW, prose) == []
+    assert verdict(VAULT_OLD, VAULT_NEW, command) == ["unmet_precondition"]
+
+
+def test_an_ambiguous_short_name_needs_corroboration() -> None:
+    old = proc("a", "apply stacks", ["CloudFormation"], ["deploy the network stack"])
+    new = proc(
+        "a",
+        "apply stacks",
+        ["CloudFormation"],
+        ["deploy the network stack"],
+        preconditions=["every stack change goes through a reviewed change set"],
+    )
+    other = proc("b", "purge the edge cache", ["CF"], ["purge cached pages for /blog/*"])
+    assert verdict(old, new, other) == []
+
+
+def test_a_listed_entity_the_steps_keep_away_from_is_not_shared() -> None:
+    old = proc("a", "run the cache", ["Memcached"], ["resize the cache"])
+    new = proc(
+        "a",
+        "run the cache",
+        ["Memcached"],
+        ["resize the cache"],
+        preconditions=["every client must use the new cluster endpoint"],
+    )
+    away = proc("b", "render pages", ["Memcached"], [("render", "it never calls Memcached")])
+    uses = proc("c", "render feeds", ["Memcached"], [("render", "reads fragments from Memcached")])
+    assert verdict(old, new, away) == []
+    assert verdict(old, new, uses) == ["unmet_precondition"]
+
+
+# -- reach -----------------------------------------------------------------------------------------
+
+
+def test_a_demand_on_the_revisions_own_host_or_command_binds_only_it() -> None:
+    old = proc("a", "encode videos", ["ffmpeg"], [("encode-video --threads 8 in.mov", "")])
+    on_host = proc(
+        "a",
+        "encode videos",
+        ["ffmpeg"],
+        [("encode-video --threads 8 in.mov", "")],
+        preconditions=["ffmpeg 7 or newer on the render farm"],
+    )
+    own_flag = proc(
+        "a",
+        "encode videos",
+        ["ffmpeg"],
+        [("encode-video --worker-threads 16 in.mov", "")],
+        preconditions=["encode with 16 worker threads"],
+    )
+    other = proc("b", "make previews", ["ffmpeg"], [("ffmpeg -i in.mov -t 5 preview.mp4", "")])
+    assert verdict(old, on_host, other) == []
+    assert verdict(old, own_flag, other) == []
+
+
+def test_a_restated_precondition_is_not_new_even_with_another_verb() -> None:
+    old = proc(
+        "a", "change DNS", ["PowerDNS"], ["edit the zone"], preconditions=["archive the zone"]
+    )
+    new = proc(
+        "a", "change DNS", ["PowerDNS"], ["edit the zone"], preconditions=["keep a zone archive"]
+    )
+    other = proc("b", "add a record", ["PowerDNS"], ["pdnsutil add-record example.org www A"])
+    assert verdict(old, new, other) == []
+
+
+def test_the_same_identifiers_meet_a_demand_in_a_tools_own_spelling() -> None:
+    old = proc("a", "call the carrier API", ["ShipCo"], ["POST /labels"])
+    new = proc(
+        "a",
+        "call the carrier API",
+        ["ShipCo"],
+        ["POST /labels"],
+        preconditions=["every request to ShipCo carries an X-Request-Id header"],
+    )
+    meets = proc("b", "void labels", ["ShipCo"], ["shipco.void(label, x_request_id=uuid4())"])
+    misses = proc("c", "track labels", ["ShipCo"], ["shipco.track(label)"])
+    assert verdict(old, new, meets) == []
+    assert verdict(old, new, misses) == ["unmet_precondition"]
+
+
+# -- changes ---------------------------------------------------------------------------------------
+
+
+def test_a_tightened_bound_breaks_only_what_falls_between_old_and_new() -> None:
+    old = proc("a", "configure the gateway", ["Envoy"], [("timeouts", "read_timeout: 120s")])
+    new = proc("a", "configure the gateway", ["Envoy"], [("timeouts", "read_timeout: 45s")])
+
+    def dependent(takes: str) -> Procedure:
+        return proc("b", "export", ["Envoy"], [("export through the gateway", takes)])
+
+    assert verdict(old, new, dependent("about 90 seconds")) == ["tightened_limit"]
+    assert verdict(old, new, dependent("about 20 seconds")) == []
+    assert verdict(new, old, dependent("about 90 seconds")) == []  # loosened
+
+
+def test_an_equivalent_value_is_no_change() -> None:
+    old = proc("a", "size workers", ["Nomad"], [("memory", "memory_max: 2Gi")])
+    new = proc("a", "size workers", ["Nomad"], [("memory", "memory_max: 2048Mi")])
+    other = proc("b", "batch", ["Nomad"], [("run the batch", "peaks at 1900Mi")])
+    assert verdict(old, new, other) == []
+
+
+def test_a_renamed_or_removed_name_breaks_who_reads_it() -> None:
+    old = proc("a", "migrate parcels", ["MariaDB"], ["ALTER TABLE parcels ADD COLUMN carrier_code"])
+    renamed = proc(
+        "a",
+        "migrate parcels",
+        ["MariaDB"],
+        ["ALTER TABLE parcels RENAME COLUMN carrier_code TO carrier"],
+    )
+    reader = proc("b", "carrier report", ["Superset"], ["SELECT carrier_code FROM parcels"])
+    other = proc("c", "weight report", ["Superset"], ["SELECT weight_kg FROM parcels"])
+    assert verdict(old, renamed, reader) == ["renamed_output"]
+    assert verdict(old, renamed, other) == []
+
+
+def test_a_field_dropped_from_a_payload_breaks_its_reader_only() -> None:
+    old = proc(
+        "a",
+        "emit parcel.sent",
+        ["NATS"],
+        [("build payload", "{parcel_id, carrier_code, weight_kg}")],
+    )
+    new = proc("a", "emit parcel.sent", ["NATS"], [("build payload", "{parcel_id, weight_kg}")])
+    reader = proc("b", "notify carriers", ["NATS"], ["on parcel.sent read msg.body.carrier_code"])
+    other = proc("c", "bill weight", ["NATS"], ["on parcel.sent read msg.body.weight_kg"])
+    assert verdict(old, new, reader) == ["removed_output"]
+    assert verdict(old, new, other) == []
+
+
+def test_a_step_moved_past_the_signal_a_dependent_waits_for() -> None:
+    steps = [("write the catalog files", ""), ("send the 'catalog synced' event", "")]
+    old = proc("a", "sync catalog", ["Akeneo"], steps)
+    new = proc("a", "sync catalog", ["Akeneo"], list(reversed(steps)))
+    waits = proc(
+        "b", "rebuild search", ["Akeneo"], ["listen for the 'catalog synced' event", "reindex"]
+    )
+    assert verdict(old, new, waits) == ["reordered_output"]
+    assert verdict(old, old, waits) == []
+
+
+def test_a_procedure_done_later_than_the_dependent_runs() -> None:
+    old = proc("a", "build forecasts", ["Airbyte"], [("sync at 05:00", "done by 06:30")])
+    late = proc("a", "build forecasts", ["Airbyte"], [("sync at 05:00", "done by 08:00")])
+    early = proc("a", "build forecasts", ["Airbyte"], [("sync at 05:00", "done by 05:45")])
+    reader = proc("b", "morning brief", ["Airbyte"], ["at 07:15, read the weekly forecasts"])
+    assert verdict(old, late, reader) == ["later_output"]
+    assert verdict(old, early, reader) == []
+
+
+def test_a_prohibition_broken_in_a_second_clause_or_a_time_window() -> None:
+    old = proc("a", "run workers", ["Supervisor"], ["supervisorctl start all"])
+    new = proc(
+        "a",
+        "run workers",
+        ["Supervisor"],
+        ["supervisorctl start all"],
+        preconditions=["restart workers with supervisorctl, and never from a shell"],
+    )
+    shell = proc(
+        "b", "hotfix", ["Supervisor"], [("patch the code", "then restart the workers from a shell")]
+    )
+    assert verdict(old, new, shell) == ["new_prohibition"]
+    window = proc(
+        "a",
+        "run workers",
+        ["Supervisor"],
+        ["supervisorctl start all"],
+        preconditions=["deploys must not run on weekends before 09:00"],
+    )
+    sunday = proc("c", "weekly deploy", ["Supervisor"], [("deploy", "cron: Sundays at 06:30")])
+    monday = proc("d", "weekly deploy", ["Supervisor"], [("deploy", "cron: Mondays at 06:30")])
+    assert verdict(old, window, sunday) == ["new_prohibition"]
+    assert verdict(old, window, monday) == []
+
+
+def test_a_prohibition_aimed_at_another_object_of_the_kind_is_kept() -> None:
+    old = proc("a", "load data", ["Trino"], ["INSERT INTO reporting tables"])
+    new = proc(
+        "a",
+        "load data",
+        ["Trino"],
+        ["INSERT INTO reporting tables"],
+        preconditions=["never write into staging tables by hand"],
+    )
+    same_kind = proc("b", "fix a row", ["Trino"], ["write into the audit table by hand"])
+    target = proc("c", "fix a row", ["Trino"], ["write into the staging tables by hand"])
+    assert verdict(old, new, same_kind) == []
+    assert verdict(old, new, target) == ["new_prohibition"]
+
+
+# -- knowledge -------------------------------------------------------------------------------------
+
+
+def test_a_component_version_change_is_left_to_a_judge() -> None:
+    old = proc(
+        "a",
+        "maintain the base image",
+        ["Podman"],
+        [("FROM ruby:3.1-slim", ""), ("push acme/rb-base:3.1", "")],
+    )
+    new = proc(
+        "a",
+        "maintain the base image",
+        ["Podman"],
+        [("FROM ruby:3.3-slim", ""), ("push acme/rb-base:3.3", "")],
+    )
+    user = proc(
+        "b",
+        "run the mailer",
+        ["Podman"],
+        [("FROM acme/rb-base:latest", ""), ("bundle exec mailer", "")],
+    )
+    assert verdict(old, new, user) == ["undecided:world_knowledge"]
+    own = proc("a", "lint", ["Ruby"], ["install Ruby 3.1 with rbenv", "rubocop"])
+    own_new = proc("a", "lint", ["Ruby"], ["install Ruby 3.3 with rbenv", "rubocop"])
+    other = proc("c", "format", ["Ruby"], ["rufo --check lib/"])
+    assert verdict(own, own_new, other) == []
+
+
+def test_a_changed_value_the_dependent_relies_on() -> None:
+    old = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: gzip")])
+    new = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: zstd")])
+    reader = proc("b", "restore media", ["MinIO"], ["unpack the archives as gzip"])
+    other = proc("c", "count media", ["MinIO"], ["list the archives"])
+    assert verdict(old, new, reader) == ["changed_value"]
+    assert verdict(old, new, other) == []
+
+
+def test_a_bound_set_where_there_was_none_cuts_off_what_lies_past_it() -> None:
+    old = proc("a", "tune the database", ["MariaDB"], [("edit my.cnf", "")])
+    new = proc("a", "tune the database", ["MariaDB"], [("edit my.cnf", "max_execution_time = 20s")])
+    long_query = proc(
+        "b", "yearly report", ["MariaDB"], [("run the report query", "takes about 3 minutes")]
+    )
+    short_query = proc(
+        "c", "daily report", ["MariaDB"], [("run the report query", "takes about 5 seconds")]
+    )
+    assert verdict(old, new, long_query) == ["tightened_limit"]
+    assert verdict(old, new, short_query) == []
+
+
+def test_a_renewal_period_past_a_shortened_lease() -> None:
+    old = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 90s")])
+    new = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 20s")])
+    slow = proc("b", "leader election", ["Consul"], [("hold the lock", "renews every 45 seconds")])
+    fast = proc("c", "leader election", ["Consul"], [("hold the lock", "renews every 5 seconds")])
+    assert verdict(old, new, slow) == ["tightened_limit"]
+    assert verdict(old, new, fast) == []
+
+
+def test_a_demand_met_across_steps_and_one_set_otherwise() -> None:
+    old = proc("a", "write to the journal", ["CockroachDB"], ["INSERT INTO journal"])
+    new = proc(
+        "a",
+        "write to the journal",
+        ["CockroachDB"],
+        ["INSERT INTO journal"],
+        preconditions=["journal writes use follower_reads=off"],
+    )
+    across = proc(
+        "b",
+        "correct the journal",
+        ["CockroachDB"],
+        ["SET follower_reads=off", "UPDATE journal SET amount = 0 WHERE id = 7", "COMMIT"],
+    )
+    otherwise = proc(
+        "c", "read the journal", ["CockroachDB"], ["SET follower_reads=on", "SELECT 1"]
+    )
+    assert verdict(old, new, across) == []
+    assert verdict(old, new, otherwise) == ["unmet_precondition"]
