@@ -78,6 +78,7 @@ def test_managers_loading_the_same_model_share_one_session(
     assert one._session is two._session
 
 
+@pytest.mark.slow
 def test_auto_picks_a_reranker_too_and_prefers_the_better_embedder(
     models_dir: Path, minilm_dir: Path, tmp_path: Path
 ) -> None:

@@ -37,6 +37,9 @@ from memproc.models.optimize import check_same_outputs, is_current
 from memproc.models.pull import install, pull, verify_all
 from modelkit import build_cross_encoder, copy_model, cross_encoder_bytes, flip_byte, seal
 
+# Slow (models built and optimized, CLIs spawned): `make test` runs it, `make test-fast` does not.
+pytestmark = pytest.mark.slow
+
 TEXTS = [
     "where did I put the deployment notes",
     "The build fails on CI because the cache key omits the lockfile hash.",

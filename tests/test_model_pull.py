@@ -28,6 +28,9 @@ from memproc.models.pull import install, installed, pull, verify_all
 from memproc.models.reranker import Reranker
 from modelkit import build_cross_encoder, copy_model, cross_encoder_bytes, flip_byte
 
+# Slow (models built and optimized, CLIs spawned): `make test` runs it, `make test-fast` does not.
+pytestmark = pytest.mark.slow
+
 # -- a local upstream ------------------------------------------------------------------------
 
 

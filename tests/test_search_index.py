@@ -207,6 +207,7 @@ def long_garden_memory(words: int) -> str:
     return " ".join(body[: words - len(ending)] + ending)
 
 
+@pytest.mark.slow
 def test_a_long_memory_is_chunked_and_found_by_its_end(rt: Runtime) -> None:
     text = long_garden_memory(3000)
     assert len(text.split()) == 3000
