@@ -191,7 +191,8 @@ def print_equivalence(model_dir: str) -> None:
         f"memproc vectors vs the published graph with no optimization (64 texts): "
         f"min cosine {cosine.min():.7f}, max |difference| {np.abs(ours - plain).max():.2e}"
     )
-    print(f"memproc runs {memproc.graph_path}")
+    # An older memproc (measured for a before/after) has no graph_path: it ran model.onnx.
+    print(f"memproc runs {getattr(memproc, 'graph_path', 'model.onnx')}")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,9 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+# Many texts in one call can be slower than the same texts in a few calls: attention's
+# activations grow with the square of the length and fall out of the CPU's caches.
+SPLIT_TOKENS = 512
 OFFLINE_GRAPH = "offline.onnx"
 OFFLINE_DATA = "offline.data"
 
@@ -35,6 +39,7 @@ class Candidate:
     name: str
     offline: bool  # run onnxruntime's offline-optimized copy instead of the published graph
     options: Callable[[], Any]
+    max_tokens: int | None = None  # split a call into length-sorted runs of this many tokens
 
 
 def _options(
@@ -81,6 +86,15 @@ def candidates() -> list[Candidate]:
     found.append(
         Candidate(f"extended, {cores} thr", False, _options(level.ORT_ENABLE_EXTENDED, cores))
     )
+    for threads in sorted({1, cores}):
+        found.append(
+            Candidate(
+                f"offline copy, {threads} thr, no spin, runs of <= {SPLIT_TOKENS} tokens",
+                True,
+                _options(threads=threads, spinning=False),
+                SPLIT_TOKENS,
+            )
+        )
     return found
 
 
@@ -106,7 +120,10 @@ def offline_copy(model_dir: str, into: str) -> str:
 class OrtEmbedder:
     """Texts -> unit vectors with one candidate's session: the floor's whole call."""
 
-    def __init__(self, model_dir: str, graph: str, options: Any) -> None:
+    def __init__(
+        self, model_dir: str, graph: str, options: Any, max_tokens: int | None = None
+    ) -> None:
+        self.max_tokens = max_tokens
         with open(os.path.join(model_dir, "memproc-model.json"), "rb") as handle:
             described = json.load(handle)  # pooling and length: what the model is, not settings
         self.pooling = described.get("pooling", "cls")
@@ -120,7 +137,25 @@ class OrtEmbedder:
         self.inputs = {node.name for node in self.session.get_inputs()}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.run(self.tokenizer.encode_batch(list(texts)))
+        encodings = self.tokenizer.encode_batch(list(texts))
+        if self.max_tokens is None:
+            return self.run(encodings)
+        parts = [(run, self.run([encodings[i] for i in run])) for run in self._runs(encodings)]
+        out = np.empty((len(encodings), parts[0][1].shape[1]), dtype=np.float32)
+        for run, rows in parts:
+            out[run] = rows
+        return out
+
+    def _runs(self, encodings: Sequence[Any]) -> list[list[int]]:
+        """Indices sorted by length, cut so that each run pads to at most max_tokens."""
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        runs: list[list[int]] = [[]]
+        for index in order:
+            longest = len(encodings[index].ids)
+            if runs[-1] and longest * (len(runs[-1]) + 1) > (self.max_tokens or 0):
+                runs.append([])
+            runs[-1].append(index)
+        return runs
 
     def run(self, encodings: Sequence[Any]) -> np.ndarray:
         width = max(len(encoding.ids) for encoding in encodings)
@@ -147,7 +182,7 @@ def load(model_dir: str, candidate: Candidate, offline_dir: str) -> OrtEmbedder:
         graph = os.path.join(offline_dir, OFFLINE_GRAPH)
         if not os.path.exists(graph):
             offline_copy(model_dir, offline_dir)
-    return OrtEmbedder(model_dir, graph, candidate.options())
+    return OrtEmbedder(model_dir, graph, candidate.options(), candidate.max_tokens)
 
 
 def reference(model_dir: str) -> OrtEmbedder:
@@ -167,15 +202,18 @@ def timed(action: Callable[[], object]) -> float:
 def interleaved(
     calls: dict[str, Callable[[], object]], rounds: int, warmup: int = 2
 ) -> dict[str, float]:
-    """Median seconds of each call, run round by round in turn so that machine noise hits
-    every one of them alike."""
+    """Median seconds of each call, run round by round, in a new order each round, so that
+    machine noise (and whatever the call before left in the caches) hits all of them alike."""
     for _ in range(warmup):
         for call in calls.values():
             call()
     samples: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    shuffle = random.Random(0).shuffle
     for _ in range(rounds):
-        for name, call in calls.items():
-            samples[name].append(timed(call))
+        shuffle(order)
+        for name in order:
+            samples[name].append(timed(calls[name]))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

@@ -67,7 +67,10 @@ def optimize(directory: str, progress: Progress) -> OptimizedManifest | None:
         check_same_outputs(directory, manifest)
     except ModelError as exc:
         _remove_copy(directory)
-        progress(f"{manifest.name}: no optimized copy ({exc.reason}: {exc}); it will load slower")
+        progress(
+            f"{manifest.name}: no optimized copy ({exc.reason}: {exc}); it will be optimized "
+            "at each load instead (slower start, more memory)"
+        )
         return None
     write_manifest(directory, optimized, OPTIMIZED_MANIFEST_NAME)
     progress(f"{manifest.name}: optimized copy made with onnxruntime {optimized.onnxruntime}")

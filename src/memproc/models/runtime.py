@@ -37,11 +37,13 @@ def session_options(threads: int, level: str = "all") -> Any:
 
     - Every graph optimization (`all`), constant folding included. Folding turns an int8
       model's dequantization (a cast and a multiply per weight matrix) into float32 weights once,
-      instead of on every call: without it one 18-token MiniLM call took 120 ms, with it under
-      10 ms. The memory that folding at load time costs is avoided by loading the optimized
-      copy that `models pull` saved (see `optimize.py`), whose weights are mapped from disk.
+      instead of on every call: without it one short MiniLM call took ~90-120 ms, with it 7-10
+      ms on an idle core (issue 12; benchmarks/embed_speed.py). The memory that folding at
+      load time costs is avoided by loading the optimized copy that `models pull` saved (see
+      `optimize.py`), whose weights are mapped from disk.
     - A fixed thread count, spinning off: spinning threads burn cores that the service's other
-      work and other processes need, and measured no faster here (benchmarks/embed_speed.py).
+      work and other processes need, and measured no faster on this shared 2-core machine
+      (benchmarks/embed_speed.py times both).
     - No CPU memory arena: the arena keeps the peak of the largest batch ever run (hundreds of
       MB after one long batch); without it memory is returned after each batch.
     - No telemetry: since 1.29, onnxruntime on Linux and macOS queues events (process, session
