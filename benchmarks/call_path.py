@@ -537,10 +537,12 @@ def run_synthetic(args: argparse.Namespace, embedder: Any, size: int) -> None:
         try:
             wait_for_dense_copy(runtime)
             print(f"== {size:,} memories (synthetic), embedder {args.embedder}")
-            for line in measure_search(runtime, embedder, queries, args):
-                print(line)
-            for line in measure_remember(runtime, embedder, texts, args):
-                print(line)
+            if args.searches:
+                for line in measure_search(runtime, embedder, queries, args):
+                    print(line)
+            if args.remembers:
+                for line in measure_remember(runtime, embedder, texts, args):
+                    print(line)
             print(flush=True)
         finally:
             common.join_background_threads()

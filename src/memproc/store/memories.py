@@ -180,11 +180,17 @@ def set_successor(conn: apsw.Connection, seq: int, successor_id: str) -> None:
 
 
 def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> dict[str, str]:
-    """The status of each of `memory_ids` that exists in `scope` (other scopes' are absent)."""
+    """The status of each of `memory_ids` that exists in `scope` (other scopes' are absent).
+
+    Driven from the ids through their unique index (CROSS JOIN fixes the order): left to
+    itself, SQLite walked the scope's index and tested every memory of the scope against the
+    list, 67 ms per remember at 100,000 memories even when the list was empty."""
+    if not memory_ids:
+        return {}
     rows = conn.execute(
-        "SELECT id, status FROM memories WHERE scope = ? "
-        "AND id IN (SELECT value FROM json_each(?))",
-        (scope, orjson.dumps(list(memory_ids)).decode()),
+        "SELECT m.id, m.status FROM json_each(?) AS j CROSS JOIN memories AS m "
+        "ON m.id = j.value WHERE m.scope = ?",
+        (orjson.dumps(list(memory_ids)).decode(), scope),
     )
     return {memory_id: status for memory_id, status in rows}
 
