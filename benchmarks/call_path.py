@@ -235,6 +235,27 @@ def wait_for_dense_copy(runtime: Runtime, deadline_s: float = 300.0) -> None:
 
 # -- what each call costs: stages and statements -------------------------------------------------
 
+Times = tuple[float, float]  # wall seconds, CPU seconds (the whole process's)
+
+
+def now() -> Times:
+    return time.perf_counter(), time.process_time()
+
+
+def since(started: Times) -> Times:
+    """Wall and CPU time since `started`. CPU time is what the call's own work cost: on a
+    machine shared with other jobs, wall time also counts the waits for a core."""
+    wall, cpu = now()
+    return wall - started[0], cpu - started[1]
+
+
+def medians(times: Sequence[Times]) -> Times:
+    """Median wall and median CPU time, in ms."""
+    return (
+        statistics.median(wall for wall, _ in times) * 1000,
+        statistics.median(cpu for _, cpu in times) * 1000,
+    )
+
 
 class Stages:
     """Wall time per named stage of a call, by wrapping the functions the call goes through.
@@ -242,9 +263,9 @@ class Stages:
     Only used on the timing pass; a wrapper costs about a microsecond."""
 
     def __init__(self) -> None:
-        self.samples: dict[str, list[float]] = {}
+        self.samples: dict[str, list[Times]] = {}
         self.order: list[str] = []  # as wrapped: callers before what they call
-        self._current: dict[str, float] = {}
+        self._current: dict[str, Times] = {}
         self._undo: list[tuple[Any, str, Any]] = []
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
@@ -252,11 +273,11 @@ class Stages:
         self.order.append(label)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started = now()
             try:
                 return original(*args, **kwargs)
             finally:
-                self.add(label, time.perf_counter() - started)
+                self.add(label, since(started))
 
         self._undo.append((owner, name, vars(owner).get(name)))
         setattr(owner, name, timed)
@@ -268,25 +289,26 @@ class Stages:
 
         @contextlib.contextmanager
         def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            started = time.perf_counter()
+            started = now()
             try:
                 with original(*args, **kwargs) as value:
                     yield value
             finally:
-                self.add(label, time.perf_counter() - started)
+                self.add(label, since(started))
 
         self._undo.append((owner, name, vars(owner).get(name)))
         setattr(owner, name, timed)
 
-    def add(self, label: str, seconds: float) -> None:
-        self._current[label] = self._current.get(label, 0.0) + seconds
+    def add(self, label: str, spent: Times) -> None:
+        wall, cpu = self._current.get(label, (0.0, 0.0))
+        self._current[label] = (wall + spent[0], cpu + spent[1])
 
-    def take(self) -> dict[str, float]:
+    def take(self) -> dict[str, Times]:
         """The stages of the call that just ended (and start the next)."""
         current, self._current = self._current, {}
         return current
 
-    def keep(self, call: dict[str, float], order: Sequence[str] = ()) -> None:
+    def keep(self, call: dict[str, Times], order: Sequence[str] = ()) -> None:
         self.order = self.order or list(order)
         for label, seconds in call.items():
             self.samples.setdefault(label, []).append(seconds)
@@ -303,12 +325,13 @@ class Stages:
         self._undo = []
 
     def lines(self, calls: int) -> list[str]:
-        """Per stage: median over the calls that went through it, and how many did."""
+        """Per stage: medians (wall, CPU) over the calls that went through it, and how many
+        did."""
         out = []
         for label in sorted(self.samples, key=self._position):
             values = self.samples[label]
-            median = statistics.median(values) * 1000
-            out.append(f"    {label:<38} {median:8.3f} ms  ({len(values)}/{calls} calls)")
+            wall, cpu = medians(values)
+            out.append(f"    {label:<40} {wall:8.3f} / {cpu:8.3f}   ({len(values)}/{calls})")
         return out
 
 
@@ -371,8 +394,14 @@ class Statements:
         return [f"      {count:4d} x {sql[:150]}" for sql, count in ordered]
 
 
-def percentiles(values: Sequence[float]) -> tuple[float, float]:
-    return float(np.percentile(values, 50)) * 1000, float(np.percentile(values, 95)) * 1000
+def summary(what: str, times: Sequence[Times]) -> str:
+    walls = [wall for wall, _ in times]
+    wall50, cpu50 = medians(times)
+    wall95 = float(np.percentile(walls, 95)) * 1000
+    return (
+        f"  {what} (n={len(times)}): p50 {wall50:.2f} ms wall, {cpu50:.2f} ms CPU; "
+        f"p95 {wall95:.2f} ms wall\n    {'stage':<40} {'wall':>8} / {'CPU':>8} ms (calls)"
+    )
 
 
 def profile_top(profile: cProfile.Profile, top: int) -> list[str]:
@@ -405,22 +434,19 @@ def measure_remember(
     try:
         for text in texts[: args.remembers]:
             with statements.call():
-                started = time.perf_counter()
+                started = now()
                 remember(text)
-                times.append(time.perf_counter() - started)
+                times.append(since(started))
             stages.keep(stages.take())
     finally:
         stages.restore()
-    p50, p95 = percentiles(times)
-    lines = [
-        f"  memory.remember, one at a time (n={len(times)}): p50 {p50:.2f} ms, p95 {p95:.2f} ms"
-    ]
+    lines = [summary("memory.remember, one at a time", times)]
     lines += stages.lines(len(times))
     lines.append(f"    SQLite statements per call: {statistics.median(statements.per_call):.0f}")
     if args.sql:
         lines += ["    statements of the last call:", *statements.listing()]
     if args.embedder == "minilm":
-        lines += remember_floor(embedder, texts[: args.remembers], p50, args)
+        lines += remember_floor(embedder, texts[: args.remembers], medians(times)[0], args)
     if args.profile:
         profile = cProfile.Profile()
         profile.enable()
@@ -481,7 +507,7 @@ def measure_search(
     modes = [m for m in args.modes.split(",") if embedder is not None or m == "lexical"]
     statements = Statements(runtime.store())
     stages = {mode: Stages() for mode in modes}
-    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    times: dict[str, list[Times]] = {mode: [] for mode in modes}
     counts: dict[str, list[int]] = {mode: [] for mode in modes}
     listings: dict[str, list[str]] = {}
 
@@ -496,9 +522,9 @@ def measure_search(
         for query in queries[: args.searches]:
             for mode in modes:  # interleaved, so that noise hits every mode alike
                 with statements.call():
-                    started = time.perf_counter()
+                    started = now()
                     search(mode, query)
-                    times[mode].append(time.perf_counter() - started)
+                    times[mode].append(since(started))
                 stages[mode].keep(wrapped.take(), wrapped.order)
                 counts[mode].append(statements.per_call[-1])
                 listings[mode] = statements.listing()
@@ -506,10 +532,8 @@ def measure_search(
         wrapped.restore()
     lines = []
     for mode in modes:
-        p50, p95 = percentiles(times[mode])
-        n = len(times[mode])
-        lines.append(f"  memory.search {mode} (n={n}): p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-        lines += stages[mode].lines(n)
+        lines.append(summary(f"memory.search {mode}", times[mode]))
+        lines += stages[mode].lines(len(times[mode]))
         lines.append(f"    SQLite statements per call: {statistics.median(counts[mode]):.0f}")
         if args.sql:
             lines += ["    statements of the last call:", *listings[mode]]

@@ -339,6 +339,14 @@ INSERT INTO memory_events (memory_seq, at, action, from_status, to_status, reaso
     WHERE status = 'forgotten';
 """
 
+_SEARCH_FILTERS = """
+-- What a search filters memories by, keyed by seq: when the lexical channel has to filter
+-- every FTS5 match (a query whose best matches lie mostly outside the searched scopes), it
+-- reads these few columns from this index instead of each memory's whole row (about half
+-- the time at 100,000 memories). See memories.search_lexical.
+CREATE INDEX memories_search_filters ON memories (seq, scope, status, kind);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
@@ -347,6 +355,7 @@ MIGRATIONS: tuple[str, ...] = (
     _EVIDENCE_AND_CHECKPOINTS,
     _PROCEDURES,
     _LIFECYCLE,
+    _SEARCH_FILTERS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
