@@ -312,3 +312,27 @@ def test_remember_stores_vectors_for_each_memory_it_creates(rt: Runtime) -> None
     assert [row[2] for row in rows] == [memory_sql.content_hash(text) for text in contents]
     with rt.store().reading() as conn:
         assert vector_sql.count_pending(conn, embedder_row(rt)) == 0
+
+
+def test_remember_writes_its_row_and_vectors_in_one_transaction_without_looking_back(
+    rt: Runtime,
+) -> None:
+    """One write: the memory, its revision, its log entry and its vectors commit together. A
+    memory just inserted has no vectors to replace, so none are looked for."""
+    remember(rt, "warm-up: registers the embedder")
+    traced: list[str] = []
+    rt.store().add_tracer(lambda cursor, sql, bindings: traced.append(" ".join(sql.split())))
+    remember(rt, "The kiln reaches cone six in about nine hours.")
+    begin = traced.index("BEGIN IMMEDIATE")
+    write = traced[begin : traced.index("COMMIT", begin) + 1]
+    assert [sql.split(" (")[0] for sql in write if sql.startswith("INSERT")] == [
+        "INSERT INTO memories",
+        "INSERT INTO memory_revisions",
+        "INSERT INTO memory_events",
+        "INSERT INTO vector_rows",
+        f'INSERT INTO "{embedder_row(rt).table}"',
+        "INSERT INTO vector_journal",
+        "INSERT INTO memory_embeddings",
+    ]
+    assert not any(sql.startswith("DELETE") or "FROM vector_rows" in sql for sql in write)
+    assert traced.count("BEGIN IMMEDIATE") == 1 and traced.count("COMMIT") == 2  # and a read

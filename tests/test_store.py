@@ -3,6 +3,7 @@ tracing, memories' SQL, and two Store objects sharing one file as two processes 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -16,8 +17,8 @@ from memproc.cancel import CancelToken
 from memproc.errors import Cancelled, Conflict, InternalError, StorageBusy, StorageUnavailable
 from memproc.store import NewMemory, Store
 from memproc.store import memories as memory_sql
-from memproc.store.connection import CONNECTION_SETUP, ConnectionSettings
-from memproc.store.migrations import LATEST_VERSION, migrate
+from memproc.store.connection import CONNECTION_SETUP, ConnectionSettings, open_connection
+from memproc.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from memproc.store.quoting import fts_match_any
 
 NewMemoryFactory = Callable[..., NewMemory]
@@ -105,6 +106,36 @@ def test_reopening_is_a_no_op(db_path: str) -> None:
         assert again.integrity_check() == ["ok"]
     finally:
         again.close()
+
+
+def test_a_database_of_the_previous_version_gains_the_search_filter_index(db_path: str) -> None:
+    """Made by the migrations before the index, with memories in it: opened now, it is
+    migrated, and the lexical channel's filtered join (which names the index) finds them."""
+    conn = open_connection(db_path, ConnectionSettings())
+    for version, step in enumerate(MIGRATIONS[: LATEST_VERSION - 1], start=1):
+        conn.execute(step)
+        conn.pragma("user_version", version)
+    assert "memories_search_filters" not in conn.execute("SELECT name FROM sqlite_master").get
+    for seq, scope in enumerate(["a", "b", "b", "b", "a"], start=1):
+        conn.execute(
+            "INSERT INTO memories (seq, id, scope, kind, content, content_sha256, tags, "
+            "metadata, source, importance, status, created_at, updated_at) VALUES "
+            "(?, ?, ?, 'note', 'ibis', 'h', '[]', '{}', '{}', 0.5, 'active', "
+            "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+            (seq, f"m{seq}", scope),
+        )
+    conn.close()
+    store = Store(db_path)  # a store this small is searched by the filtered join
+    try:
+        with store.reading() as conn:
+            assert conn.pragma("user_version") == LATEST_VERSION
+            indexes = {row[1] for row in conn.execute("PRAGMA index_list(memories)")}
+            rows = memory_sql.search_lexical(conn, '"ibis"', scopes=["a"], kinds=None, limit=2)
+        assert "memories_search_filters" in indexes
+        assert [row.record.id for row in rows] == ["m1", "m5"]
+        assert store.integrity_check() == ["ok"]
+    finally:
+        store.close()
 
 
 def test_a_database_from_newer_code_is_refused_and_left_alone(db_path: str) -> None:
@@ -319,6 +350,28 @@ def test_tracer_applies_to_connections_opened_later(store: Store) -> None:
 # -- memories' SQL ----------------------------------------------------------------------------
 
 
+def query_plan(store: Store, sql: str, bindings: object) -> list[str]:
+    with store.reading() as conn:
+        return [str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)]
+
+
+def test_statuses_look_memories_up_by_id(store: Store, new_memory: NewMemoryFactory) -> None:
+    """Not by walking the scope: that cost every remember 67 ms at 100,000 memories."""
+    memory_id = insert(store, new_memory("cited"))
+    traced: list[tuple[str, object]] = []
+    store.add_tracer(lambda cursor, sql, bindings: traced.append((sql, bindings)))
+    with store.reading() as conn:
+        assert memory_sql.statuses(conn, "proj", [memory_id, "absent"]) == {memory_id: "active"}
+        assert memory_sql.statuses(conn, "other", [memory_id]) == {}
+        lookups = len(traced)
+        assert memory_sql.statuses(conn, "proj", []) == {}
+        assert len(traced) == lookups  # no ids, no statement
+    sql, bindings = next((s, b) for s, b in traced if "status" in s)
+    plan = query_plan(store, sql, bindings)
+    assert any("(id=?)" in step for step in plan), plan
+    assert not any("memories_by_scope" in step for step in plan), plan
+
+
 def test_integrity_check_is_ok(store: Store, new_memory: NewMemoryFactory) -> None:
     for i in range(20):
         insert(store, new_memory(f"memory number {i}"))
@@ -424,6 +477,68 @@ def test_search_limit_applies_after_filtering_forgotten(
             conn, fts_match_any("lynx") or "", scopes=["proj"], kinds=None, limit=1
         )
     assert [row.record.id for row in rows] == [live]
+
+
+def reference_search(
+    store: Store, match: str, scopes: list[str], kinds: list[str] | None, limit: int
+) -> list[tuple[str, float]]:
+    """What search_lexical must return: every match joined and filtered, then ranked."""
+    with store.reading() as conn:
+        rows = conn.execute(
+            "SELECT m.id, bm25(memories_fts, 1.0, 0.5, 0.5) AS score FROM memories_fts "
+            "JOIN memories AS m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH :match "
+            "AND m.scope IN (SELECT value FROM json_each(:scopes)) AND m.status = 'active' "
+            "AND (:kinds IS NULL OR m.kind IN (SELECT value FROM json_each(:kinds))) "
+            "ORDER BY score, m.seq LIMIT :limit",
+            {
+                "match": match,
+                "scopes": json.dumps(scopes),
+                "kinds": None if kinds is None else json.dumps(kinds),
+                "limit": limit,
+            },
+        ).fetchall()
+    return [(memory_id, score) for memory_id, score in rows]
+
+
+def test_search_filters_the_ranking_first_and_joins_only_when_it_must(
+    store: Store, new_memory: NewMemoryFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each path gives what filtering every match would, in the same order with the same
+    scores. The ranking is read 2 x limit deep here; it is tried first when half the 6
+    newest memories are servable, and the filtered query runs when they are not or when the
+    ranking held too few."""
+    monkeypatch.setattr(memory_sql, "LEXICAL_DEPTH_FACTOR", 2)
+    monkeypatch.setattr(memory_sql, "LEXICAL_MIN_DEPTH", 1)
+    monkeypatch.setattr(memory_sql, "LEXICAL_SAMPLE", 6)
+    monkeypatch.setattr(memory_sql, "LEXICAL_RANK_FIRST_FROM", 0)
+    for i in range(30):  # the best matches (short, the word twice), and the oldest
+        insert(store, new_memory(f"wren wren {i}", scope="many"))
+    for i in range(8):  # the newest
+        kind = "fact" if i % 2 else "note"
+        insert(
+            store, new_memory(f"a wren seen {i} " + "and more words " * i, scope="few", kind=kind)
+        )
+    with store.writing() as conn:
+        few = memory_sql.list_page(conn, "few", kinds=None, before_seq=None, limit=10)
+        memory_sql.set_status(conn, few[-1].seq, "forgotten", None)
+    traced: list[str] = []
+    store.add_tracer(lambda cursor, sql, bindings: traced.append(sql))
+    match = fts_match_any("wren") or ""
+    cases = [
+        (["few"], None, 3, ["ranking", "join"]),  # newest are few's, best matches many's
+        (["many"], None, 3, ["join"]),  # none of the newest is many's
+        (["few", "many"], None, 5, ["ranking"]),
+        (["few"], ["fact"], 2, None),
+    ]
+    for scopes, kinds, limit, paths in cases:
+        traced.clear()
+        with store.reading() as conn:
+            rows = memory_sql.search_lexical(conn, match, scopes=scopes, kinds=kinds, limit=limit)
+        ran = ["join" if "INDEXED BY" in sql else "ranking" for sql in traced if "MATCH" in sql]
+        assert paths is None or ran == paths, (scopes, ran)
+        assert [(r.record.id, r.bm25) for r in rows] == reference_search(
+            store, match, scopes, kinds, limit
+        )
 
 
 def test_duplicate_lookup_ignores_forgotten_and_other_kinds(

@@ -76,7 +76,14 @@ def insert(conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vector
     text = _text(new)
     if index is not None and text in vectors:
         embedding.store_vectors(
-            conn, index, seq=seq, scope=new.scope, kind=new.kind, text=text, vectors=vectors[text]
+            conn,
+            index,
+            seq=seq,
+            scope=new.scope,
+            kind=new.kind,
+            text=text,
+            vectors=vectors[text],
+            replace=False,
         )
     return memory_id
 

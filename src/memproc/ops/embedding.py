@@ -50,7 +50,11 @@ def store_vectors(
     kind: str,
     text: Text,
     vectors: list[bytes],
+    replace: bool,
 ) -> None:
+    """`replace`: the memory may have vectors already (an edit); a memory inserted in this
+    transaction has none, and looking for them would be two statements for nothing."""
     content, context = text
     pending = PendingMemory(seq, scope, kind, content, memory_sql.content_hash(content), context)
-    vector_sql.put_vectors(conn, index.row(), pending, vectors)
+    store = vector_sql.put_vectors if replace else vector_sql.add_vectors
+    store(conn, index.row(), pending, vectors)

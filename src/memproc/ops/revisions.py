@@ -59,6 +59,7 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
                 kind=record.kind,
                 text=text,
                 vectors=vectors[text],
+                replace=True,
             )
     if text[0] != record.content:
         embedding.wrote(ctx, index)

@@ -353,6 +353,14 @@ CREATE TABLE entity_aliases (
 CREATE INDEX entity_aliases_by_alias ON entity_aliases (scope, alias);
 """
 
+_SEARCH_FILTERS = """
+-- What a search filters memories by, keyed by seq: when the lexical channel has to filter
+-- every FTS5 match (a query whose best matches lie mostly outside the searched scopes), it
+-- reads these few columns from this index instead of each memory's whole row (about half
+-- the time at 100,000 memories). See memories.search_lexical.
+CREATE INDEX memories_search_filters ON memories (seq, scope, status, kind);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
@@ -364,6 +372,7 @@ MIGRATIONS: tuple[str, ...] = (
     # Declared contracts (produces, consumes, a precondition's binds) live in a procedure's
     # JSON body and need no column; the candidate index files them as `consumes:` keys.
     _CONTRACTS,
+    _SEARCH_FILTERS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

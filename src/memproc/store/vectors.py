@@ -81,6 +81,17 @@ def put_vectors(
 ) -> None:
     """Replace the memory's vectors for this embedder with one row per chunk."""
     remove_memory_vectors(conn, embedder, memory.seq)
+    add_vectors(conn, embedder, memory, vectors)
+
+
+def add_vectors(
+    conn: apsw.Connection,
+    embedder: EmbedderRow,
+    memory: PendingMemory,
+    vectors: Sequence[bytes],
+) -> None:
+    """One row per chunk for a memory that has no vectors for this embedder yet (one inserted
+    in this transaction): put_vectors without looking for old ones to remove."""
     table = quote_identifier(embedder.table)
     for vector in vectors:
         conn.execute(
