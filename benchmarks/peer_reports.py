@@ -164,13 +164,20 @@ def missing(peer: Peer, peers_dir: Path) -> list[str]:
     return [need for need in peer.needs if not (peers_dir / need).exists()]
 
 
+def check_scripts(args: argparse.Namespace) -> None:
+    """Before memproc's part of the run: an installed peer whose script is missing ends it."""
+    peers_dir = Path(args.peers_dir).resolve()
+    for peer in PEERS:
+        script = Path(args.peer_scripts) / peer.script
+        if not missing(peer, peers_dir) and not script.is_file():
+            raise SystemExit(
+                f"peers.py: {peer.label} is installed in {peers_dir} but its measuring script "
+                f"{script} is missing: pass --peer-scripts DIR (../shared/peers) or --skip-peers"
+            )
+
+
 def run_peer(peer: Peer, args: argparse.Namespace, peers_dir: Path) -> dict[str, Any]:
     script = Path(args.peer_scripts) / peer.script
-    if not script.is_file():
-        raise SystemExit(
-            f"peers.py: {peer.label} is installed in {peers_dir} but its measuring script "
-            f"{script} is missing: pass --peer-scripts DIR (../shared/peers) or --skip-peers"
-        )
     out = peers_dir / f"peers-bench-{peer.key}.json"
     argv = [sys.executable, str(script), *peer.options(peers_dir), "--data", args.data]
     argv += ["--out", str(out), "--convs", str(args.convs), "--max-q", str(args.max_q)]

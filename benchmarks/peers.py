@@ -1,5 +1,7 @@
-"""Side by side with the peers (issue 12): memproc, engram-memory-system 0.8.1 and
-mcp-memory-service 12.4.0 on the same LoCoMo conversations and questions, in one run.
+"""Side by side with the peers (issue 12): memproc, engram and mcp-memory-service on LoCoMo.
+
+memproc, engram-memory-system 0.8.1 and mcp-memory-service 12.4.0 on the same LoCoMo
+conversations and questions, in one run.
 
 memproc is driven as a coding agent's harness drives it: `memproc serve` on a fresh database
 per conversation, a `ping` and a hybrid `memory.search` written the moment it is spawned, then
@@ -356,8 +358,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", required=True, help="locomo_dev.json")
     parser.add_argument("--convs", type=int, default=0, help="the first N conversations (0: all)")
     parser.add_argument("--max-q", type=int, default=0, help="the first N questions each (0: all)")
-    parser.add_argument("--peers-dir", default=peer_reports.default_peers_dir())
-    parser.add_argument("--peer-scripts", default=str(peer_reports.DEFAULT_SCRIPTS))
+    parser.add_argument(
+        "--peers-dir",
+        default=peer_reports.default_peers_dir(),
+        help="where benchmarks/setup_peers.sh installed the peers (default: $PEERS_DIR, else "
+        "<tmp>/memproc-peers); a peer not installed there is named and skipped",
+    )
+    parser.add_argument(
+        "--peer-scripts",
+        default=str(peer_reports.DEFAULT_SCRIPTS),
+        help="the folder of peer_engram.py and peer_mms.py (default ../shared/peers)",
+    )
     parser.add_argument("--skip-peers", action="store_true", help="measure memproc only")
     parser.add_argument("--out", default=None, help="write every figure as JSON here")
     parser.add_argument("--models-dir", default=str(REPO / ".cache" / "models"))
@@ -377,6 +388,13 @@ def git_head() -> str:
 
 def main() -> None:
     args = parse_args()
+    if not (Path(args.models_dir) / args.model).is_dir():
+        raise SystemExit(
+            f"peers.py: no {args.model} in {args.models_dir}: "
+            f".venv/bin/memproc models pull {args.model} --models-dir {args.models_dir}"
+        )
+    if not args.skip_peers:
+        peer_reports.check_scripts(args)
     started = time.perf_counter()
     convs = load_conversations(args.data, args.convs, args.max_q)
     turns = sum(len(c.turns) for c in convs)
