@@ -3,8 +3,8 @@ peers installed in PEERS_DIR, read their JSON reports back, and print every syst
 
 Why the shared scripts and not a copy: they are the reference method the issue's earlier peer
 figures came from (standard library only, nothing of the peers vendored), and a second copy
-would drift from it. They run as child processes of this one, one after another, never beside
-memproc: the machine has two cores.
+would drift from it. They run as child processes of this one, one conversation at a time right
+after memproc's turn on it, never beside memproc: the machine has two cores.
 """
 
 from __future__ import annotations
@@ -33,28 +33,41 @@ def default_peers_dir() -> str:
     return os.environ.get("PEERS_DIR") or os.path.join(tempfile.gettempdir(), "memproc-peers")
 
 
-# -- figures out of each peer's report ---------------------------------------------------------
+# -- figures out of each peer's reports (one report per conversation) --------------------------
 
 
-def engram_figures(report: dict[str, Any]) -> Figures:
+def median(values: Any) -> float:
+    return round(statistics.median(values), 3)
+
+
+def mean_load(reports: list[dict[str, Any]]) -> float:
+    return round(statistics.mean(x for r in reports for x in r["bench_load"]), 2)
+
+
+def engram_figures(reports: list[dict[str, Any]]) -> Figures:
     """engram's api answers `operations` at once; its first search is the first question after
     `status`, so spawn -> first search is the three added up."""
-    convs, summary = report["conversations"], report["summary"]
+    convs = [e for r in reports for e in r["conversations"]]
+    rows = [q for r in reports for q in r["per_question"]]
+    latencies = [q["latency_ms"] for q in rows]
     first = [
         e["spawn_to_first_response_s"]
         + e["status_s_first_store_open"]
         + e["cold_first_search_ms"] / 1000
         for e in convs
     ]
+    alone = [r["bench_one_at_a_time"] for r in reports if "bench_one_at_a_time" in r]
     return {
-        "init_s": statistics.median(e["spawn_to_first_response_s"] for e in convs),
-        "first_search_s": round(statistics.median(first), 3),
-        "ingest_per_s": summary["ingest_memories_per_s"],
-        "search_ms_p50": summary["search_ms_p50"],
-        "search_ms_p95": summary["search_ms_p95"],
-        "peak_rss_mb": summary["api_peak_rss_mb_max"],
-        "recall_at_10": summary["recall_at_k"],
-        "questions": summary["questions"],
+        "init_s": median(e["spawn_to_first_response_s"] for e in convs),
+        "first_search_s": median(first),
+        "ingest_per_s": per_s([e["ingest"] for e in convs], "memories", "ingest_s"),
+        "ingest_one_at_a_time_per_s": per_s(alone, "memories", "ingest_s") if alone else None,
+        "search_ms_p50": percentile(latencies, 0.5),
+        "search_ms_p95": percentile(latencies, 0.95),
+        "peak_rss_mb": max(e["api_peak_rss_mb"] for e in convs),
+        "recall_at_10": round(statistics.mean(q["recall"] for q in rows), 4),
+        "questions": len(rows),
+        "load_1min": mean_load(reports),
         "per_conversation": [
             {
                 "sample_id": e["sample_id"],
@@ -67,30 +80,58 @@ def engram_figures(report: dict[str, Any]) -> Figures:
     }
 
 
-def mms_figures(report: dict[str, Any], mode: str = "hybrid") -> Figures:
-    summary = report["summary"]
-    by_mode = summary[mode]
-    return {
-        "init_s": summary["init_s_median"],
-        "first_search_s": summary["first_search_s_median"],
-        "ingest_per_s": summary["ingest_memories_per_s"],
-        "search_ms_p50": by_mode["search_ms_p50_conv_median"],
-        "search_ms_p95": by_mode["search_ms_p95_conv_max"],
-        "peak_rss_mb": summary["peak_rss_mb_max"],
-        "recall_at_10": by_mode["recall_at_k"],
-        "questions": by_mode["questions"],
-        "semantic_recall_at_10": summary.get("semantic", {}).get("recall_at_k"),
-        "semantic_search_ms_p50": summary.get("semantic", {}).get("search_ms_p50_conv_median"),
+def per_s(parts: list[dict[str, Any]], count: str, seconds: str) -> float:
+    """A rate over several runs: everything they did over all the time they took."""
+    return round(sum(p[count] for p in parts) / sum(p[seconds] for p in parts), 2)
+
+
+def mms_figures(reports: list[dict[str, Any]]) -> Figures:
+    """mcp-memory-service's report has no per-search latencies: p50 is the median of the
+    conversations' p50s and p95 the largest p95, as its own summary computes them."""
+    convs = [c for r in reports for c in r["conversations"]]
+    figures = {
+        "init_s": median(c["init_s"] for c in convs),
+        "first_search_s": median(c["first_search_s"] for c in convs),
+        "ingest_per_s": per_s([c["ingest"] for c in convs], "stored", "wall_s"),
+        "peak_rss_mb": max(c["rss_end"]["peak_rss_mb"] for c in convs),
+        "load_1min": mean_load(reports),
         "per_conversation": [
             {
-                "sample_id": e["sample_id"],
-                "turns": e["turns"],
-                "ingest_per_s": e["ingest"]["memories_per_s"],
-                "search_ms_p50": e["modes"][mode]["search_ms_p50"],
+                "sample_id": c["sample_id"],
+                "turns": c["turns"],
+                "ingest_per_s": c["ingest"]["memories_per_s"],
+                "search_ms_p50": c["modes"]["hybrid"]["search_ms_p50"],
             }
-            for e in report["conversations"]
+            for c in convs
         ],
     }
+    figures |= mms_mode(convs, "hybrid", "")
+    return figures | mms_mode(convs, "semantic", "semantic_")
+
+
+def mms_mode(convs: list[dict[str, Any]], mode: str, prefix: str) -> Figures:
+    modes = [c["modes"][mode] for c in convs if mode in c["modes"]]
+    if not modes:
+        return {}
+    asked = sum(m["queries"] for m in modes)
+    recall = sum(m["recall_at_k"] * m["queries"] for m in modes) / asked
+    return {
+        f"{prefix}search_ms_p50": median(m["search_ms_p50"] for m in modes),
+        f"{prefix}search_ms_p95": max(m["search_ms_p95"] for m in modes),
+        f"{prefix}recall_at_10": round(recall, 4),
+        f"{prefix}questions": asked,
+    }
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation, as the peers' scripts compute p50/p95."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (pos - low), 2)
 
 
 # -- running them ------------------------------------------------------------------------------
@@ -99,22 +140,19 @@ def mms_figures(report: dict[str, Any], mode: str = "hybrid") -> Figures:
 def engram_one_at_a_time(script: Path, peers_dir: Path, report: dict[str, Any]) -> Figures:
     """engram's api has no remember operation, and its script ingests through the store API
     in batches of 128, which no harness storing turns as they happen can do. So its own ingest
-    worker runs again on the same turn files with batches of one: the like-for-like figure."""
-    stored = seconds = 0.0
-    for conv in report["conversations"]:
-        sample_id = conv["sample_id"]
-        out = peers_dir / "engram-work" / f"{sample_id}.ingest-batch1.json"
-        argv = [str(peers_dir / "engram-venv" / "bin" / "python"), str(script), "_ingest"]
-        argv += ["--config", str(peers_dir / "engram-config.yaml"), "--batch", "1"]
-        argv += ["--turns", str(peers_dir / "engram-work" / f"{sample_id}.turns.json")]
-        argv += ["--out", str(out), "--data-dir", str(peers_dir / "engram-data")]
-        with open(out.with_suffix(".stderr"), "wb") as stderr:
-            subprocess.run(argv, env=engram_env(), check=True, stdout=stderr, stderr=stderr)
-        figures = json.loads(out.read_text(encoding="utf-8"))
-        stored += figures["memories"]
-        seconds += figures["ingest_s"]
-        print(f"  engram {sample_id}: one at a time {figures['memories_per_s']}/s", file=sys.stderr)
-    return {"ingest_one_at_a_time_per_s": round(stored / seconds, 2)}
+    worker runs again on the same turn file with batches of one: the like-for-like figure."""
+    (conv,) = report["conversations"]
+    sample_id = conv["sample_id"]
+    out = peers_dir / "engram-work" / f"{sample_id}.ingest-batch1.json"
+    argv = [str(peers_dir / "engram-venv" / "bin" / "python"), str(script), "_ingest"]
+    argv += ["--config", str(peers_dir / "engram-config.yaml"), "--batch", "1"]
+    argv += ["--turns", str(peers_dir / "engram-work" / f"{sample_id}.turns.json")]
+    argv += ["--out", str(out), "--data-dir", str(peers_dir / "engram-data")]
+    with open(out.with_suffix(".stderr"), "wb") as stderr:
+        subprocess.run(argv, env=engram_env(), check=True, stdout=stderr, stderr=stderr)
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    print(f"  engram {sample_id}: one at a time {figures['memories_per_s']}/s", file=sys.stderr)
+    return {key: figures[key] for key in ("memories", "ingest_s", "memories_per_s")}
 
 
 def engram_env() -> dict[str, str]:
@@ -131,7 +169,7 @@ class Peer:
     script: str
     needs: tuple[str, ...]  # paths under PEERS_DIR that an installed peer has
     options: Callable[[Path], list[str]]
-    figures: Callable[[dict[str, Any]], Figures]
+    figures: Callable[[list[dict[str, Any]]], Figures]
     extra: Callable[[Path, Path, dict[str, Any]], Figures] | None = None
 
 
@@ -164,51 +202,60 @@ def missing(peer: Peer, peers_dir: Path) -> list[str]:
     return [need for need in peer.needs if not (peers_dir / need).exists()]
 
 
-def check_scripts(args: argparse.Namespace) -> None:
-    """Before memproc's part of the run: an installed peer whose script is missing ends it."""
+def installed(args: argparse.Namespace) -> tuple[list[Peer], dict[str, Any]]:
+    """The peers to run, and a note for each one that is not installed. Called before
+    memproc's part of the run: an installed peer whose script is missing ends it at once."""
     peers_dir = Path(args.peers_dir).resolve()
-    for peer in PEERS:
-        script = Path(args.peer_scripts) / peer.script
-        if not missing(peer, peers_dir) and not script.is_file():
-            raise SystemExit(
-                f"peers.py: {peer.label} is installed in {peers_dir} but its measuring script "
-                f"{script} is missing: pass --peer-scripts DIR (../shared/peers) or --skip-peers"
-            )
-
-
-def run_peer(peer: Peer, args: argparse.Namespace, peers_dir: Path) -> dict[str, Any]:
-    script = Path(args.peer_scripts) / peer.script
-    out = peers_dir / f"peers-bench-{peer.key}.json"
-    argv = [sys.executable, str(script), *peer.options(peers_dir), "--data", args.data]
-    argv += ["--out", str(out), "--convs", str(args.convs), "--max-q", str(args.max_q)]
-    print(f"== {peer.label}: {' '.join(argv)}", file=sys.stderr, flush=True)
-    env = dict(os.environ, PEERS_DIR=str(peers_dir))
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"peers.py: {peer.script} exited {done.returncode}:\n{done.stdout}")
-    report = json.loads(out.read_text(encoding="utf-8"))
-    figures = peer.figures(report)
-    if peer.extra is not None:
-        figures |= peer.extra(script, peers_dir, report)
-    return {"label": peer.label, "report": str(out), "line": done.stdout.strip()} | {
-        "figures": figures
-    }
-
-
-def run_peers(args: argparse.Namespace) -> dict[str, Any]:
-    """Each installed peer's figures; a peer that is not installed is named, not measured."""
-    peers_dir = Path(args.peers_dir).resolve()
-    results: dict[str, Any] = {}
+    ready, skipped = [], {}
     for peer in PEERS:
         absent = missing(peer, peers_dir)
         if absent:
-            results[peer.key] = {
+            skipped[peer.key] = {
                 "label": peer.label,
                 "skipped": f"not installed in {peers_dir} (no {', '.join(absent)}; {SETUP_HINT})",
             }
             continue
-        results[peer.key] = run_peer(peer, args, peers_dir)
-    return results
+        script = Path(args.peer_scripts) / peer.script
+        if not script.is_file():
+            raise SystemExit(
+                f"peers.py: {peer.label} is installed in {peers_dir} but its measuring script "
+                f"{script} is missing: pass --peer-scripts DIR (../shared/peers) or --skip-peers"
+            )
+        ready.append(peer)
+    return ready, skipped
+
+
+def run_peer(peer: Peer, args: argparse.Namespace, data: Path, tag: str) -> dict[str, Any]:
+    """The peer's script on `data` (one conversation); its report, with the load around it."""
+    peers_dir = Path(args.peers_dir).resolve()
+    script = Path(args.peer_scripts) / peer.script
+    out = peers_dir / f"peers-bench-{peer.key}-{tag}.json"
+    argv = [sys.executable, str(script), *peer.options(peers_dir), "--data", str(data)]
+    argv += ["--out", str(out), "--max-q", str(args.max_q)]
+    print(f"== {peer.label}: {' '.join(argv)}", file=sys.stderr, flush=True)
+    env = dict(os.environ, PEERS_DIR=str(peers_dir))
+    load = os.getloadavg()[0]
+    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"peers.py: {peer.script} exited {done.returncode}:\n{done.stdout}")
+    report = json.loads(out.read_text(encoding="utf-8"))
+    report |= {"bench_report": str(out), "bench_line": done.stdout.strip()}
+    if peer.extra is not None:
+        report["bench_one_at_a_time"] = peer.extra(script, peers_dir, report)
+    report["bench_load"] = [load, os.getloadavg()[0]]
+    return report
+
+
+def summarise(peers: list[Peer], reports: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return {
+        peer.key: {
+            "label": peer.label,
+            "reports": [r["bench_report"] for r in reports[peer.key]],
+            "lines": [r["bench_line"] for r in reports[peer.key]],
+            "figures": peer.figures(reports[peer.key]),
+        }
+        for peer in peers
+    }
 
 
 # -- printing ----------------------------------------------------------------------------------
@@ -221,6 +268,7 @@ COLUMNS = (
     ("search p95 (ms)", "search_ms_p95", "{:.1f}"),
     ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
     ("recall@10", "recall_at_10", "{:.3f}"),
+    ("1-min load", "load_1min", "{:.1f}"),
 )
 
 
@@ -317,8 +365,6 @@ def print_tables(report: dict[str, Any]) -> None:
     for peer in report["peers"].values():
         if "skipped" in peer:
             print(f"{peer['label']}: {peer['skipped']}")
-        else:
-            print(f"{peer['label']}: {peer['line']}")
     mms = report["peers"].get("mms", {}).get("figures")
     if mms and mms.get("semantic_recall_at_10") is not None:
         print(

@@ -12,8 +12,9 @@ One request is in flight at a time, and each latency runs from the request's wri
 moment its response line is read.
 
 The peers are measured by their own scripts in `../shared/peers` (standard library only), run
-from here as child processes on the same data, `--convs` and `--max-q`, when they are installed
-in PEERS_DIR (`benchmarks/setup_peers.sh`); their JSON reports are read back into one table.
+from here as child processes, when they are installed in PEERS_DIR (`benchmarks/setup_peers.sh`):
+conversation by conversation, memproc first and then each peer on a data file holding that
+conversation alone, with the same `--max-q`; their JSON reports are read back into one table.
 Neither peer is a dependency of memproc, and nothing here runs in `make test`.
 
 Figures, as the peers' scripts define them:
@@ -25,10 +26,13 @@ Figures, as the peers' scripts define them:
 - ingest/s: memories stored per second (memproc and mcp-memory-service: sequential calls,
   wall time; engram: its Python store API with batched embedding, which favours engram).
 - search p50/p95: per search, by linear interpolation over every search of the run
-  (mcp-memory-service's report: the median of its per-conversation p50s, the largest p95).
+  (mcp-memory-service's reports hold no per-search latencies: the median of its conversations'
+  p50s, and the largest p95).
 - peak RSS: VmHWM of the serving process from /proc (mcp-memory-service: with its children).
 - recall@10: per question |evidence dia_ids in the top 10| / |evidence dia_ids| (evidence split
   on ";" and whitespace, none dropped), averaged over questions.
+- 1-min load: the machine's load average at the start and end of each system's part, averaged:
+  the machine is shared, and a figure taken under a load of 6 on 2 cores reads differently.
 
     .venv/bin/python benchmarks/peers.py --data ../shared/data/locomo/locomo_dev.json
 """
@@ -105,12 +109,11 @@ def gold_ids(qa: dict[str, Any]) -> set[str]:
     return {p for e in qa.get("evidence", []) for p in str(e).replace(";", " ").split()}
 
 
-def load_conversations(path: str, convs: int, max_q: int) -> list[Conversation]:
-    """The first `convs` samples (0: all), each with its first `max_q` scored questions."""
+def load_samples(path: str, convs: int) -> list[dict[str, Any]]:
+    """The first `convs` LoCoMo samples (0: all)."""
     with open(path, encoding="utf-8") as handle:
         samples = json.load(handle)
-    picked = samples[:convs] if convs else samples
-    return [conversation(sample, max_q) for sample in picked]
+    return samples[:convs] if convs else samples
 
 
 def conversation(sample: dict[str, Any], max_q: int) -> Conversation:
@@ -299,6 +302,7 @@ def search_all(
 
 
 def run_memproc_conversation(args: argparse.Namespace, conv: Conversation, work: Path):
+    load = os.getloadavg()[0]
     server = Memproc(args, work, conv.sample_id)
     try:
         entry: dict[str, Any] = {"sample_id": conv.sample_id, "turns": len(conv.turns)}
@@ -308,6 +312,7 @@ def run_memproc_conversation(args: argparse.Namespace, conv: Conversation, work:
         entry["peak_rss_mb"] = server.peak_rss_mb()
     finally:
         entry["exit_code"] = server.close()
+    entry["load_1min"] = [load, os.getloadavg()[0]]
     latencies = [r["latency_s"] for r in rows]
     entry |= {
         "questions": len(rows),
@@ -325,13 +330,7 @@ def run_memproc_conversation(args: argparse.Namespace, conv: Conversation, work:
     return entry, rows
 
 
-def run_memproc(args: argparse.Namespace, convs: list[Conversation]) -> dict[str, Any]:
-    entries, rows = [], []
-    with tempfile.TemporaryDirectory(prefix="memproc-peers-bench-") as tmp:
-        for conv in convs:
-            entry, conv_rows = run_memproc_conversation(args, conv, Path(tmp))
-            entries.append(entry)
-            rows += conv_rows
+def memproc_summary(entries: list[dict[str, Any]], rows: list[dict[str, Any]]):
     latencies = [r["latency_s"] for r in rows]
     stored = sum(e["ingest"]["calls"] for e in entries)
     ingest_s = sum(e["ingest"]["wall_s"] for e in entries)
@@ -346,8 +345,32 @@ def run_memproc(args: argparse.Namespace, convs: list[Conversation]) -> dict[str
         "recall_at_10": round(statistics.mean(r["recall"] for r in rows), 4),
         "questions": len(rows),
         "served_not_hybrid": sum(e["served_not_hybrid"] for e in entries),
+        "load_1min": round(statistics.mean(x for e in entries for x in e["load_1min"]), 2),
     }
     return {"conversations": entries, "summary": summary}
+
+
+def run_all(args: argparse.Namespace, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Conversation by conversation, memproc and then each peer on it: on a shared machine a
+    spell of load then falls on every system alike, not on whichever ran during it."""
+    peers, skipped = ([], {}) if args.skip_peers else peer_reports.installed(args)
+    entries: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    reports: dict[str, list[dict[str, Any]]] = {peer.key: [] for peer in peers}
+    with tempfile.TemporaryDirectory(prefix="memproc-peers-bench-") as tmp:
+        work = Path(tmp)
+        for sample in samples:
+            conv = conversation(sample, args.max_q)
+            entry, conv_rows = run_memproc_conversation(args, conv, work)
+            entries.append(entry)
+            rows += conv_rows
+            # the peers' scripts read a data file: this conversation alone (in the temp dir)
+            data = work / f"{conv.sample_id}.json"
+            data.write_text(json.dumps([sample]), encoding="utf-8")
+            for peer in peers:
+                reports[peer.key].append(peer_reports.run_peer(peer, args, data, conv.sample_id))
+    peer_figures = peer_reports.summarise(peers, reports)
+    return {"memproc": memproc_summary(entries, rows), "peers": peer_figures | skipped}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -393,10 +416,9 @@ def main() -> None:
             f"peers.py: no {args.model} in {args.models_dir}: "
             f".venv/bin/memproc models pull {args.model} --models-dir {args.models_dir}"
         )
-    if not args.skip_peers:
-        peer_reports.check_scripts(args)
     started = time.perf_counter()
-    convs = load_conversations(args.data, args.convs, args.max_q)
+    samples = load_samples(args.data, args.convs)
+    convs = [conversation(sample, args.max_q) for sample in samples]
     turns = sum(len(c.turns) for c in convs)
     questions = sum(len(c.questions) for c in convs)
     log(f"{len(convs)} conversations, {turns} turns, {questions} questions")
@@ -410,8 +432,7 @@ def main() -> None:
         "turns": turns,
         "questions": questions,
     }
-    report["memproc"] = run_memproc(args, convs)
-    report["peers"] = {} if args.skip_peers else peer_reports.run_peers(args)
+    report |= run_all(args, samples)
     report["loadavg_end"] = os.getloadavg()
     report["wall_s"] = round(time.perf_counter() - started, 1)
     print(f"LoCoMo: {', '.join(report['conversations'])}; {turns} turns, {questions} questions")
