@@ -10,7 +10,8 @@ For each store size it prints, from one run:
   real embedder) the floor: the raw onnxruntime call on the same text (tokenize +
   `session.run`, best of three) plus one durable SQLite commit of one row;
 - `memory.search` in each mode (lexical, dense, hybrid, interleaved per query): p50/p95, the
-  time per stage and statements per call;
+  time per stage and statements per call, and hybrid beside its floor, timed in the same loop:
+  query embedding, numpy top-k over every vector, the FTS5 query alone;
 - with `--profile`, cProfile's top functions by cumulative and by own time for each;
 - with `--sql`, the statements one call runs, with their counts.
 
@@ -55,10 +56,12 @@ from memproc.ops import creation, embedding
 from memproc.ops import search as search_ops
 from memproc.retrieval import dense_cache, pipeline
 from memproc.retrieval.indexing import VectorIndex, embedder_fingerprint
+from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import Store
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
+from memproc.store.connection import sqlite_vec_path
 from memproc.store.migrations import LATEST_VERSION
 from memproc.store.records import NewMemory
 from memproc.store.vectors import PendingMemory
@@ -517,6 +520,11 @@ def measure_search(
 
     for mode in modes:
         search(mode, queries[0])
+    floor = None
+    if "hybrid" in modes and embedder is not None:
+        floor = SearchFloor(runtime.store().path, embedder, runtime.config.candidate_pool)
+        floor.search(queries[0])
+    floor_times: list[Times] = []
     wrapped = search_stages(runtime, embedder)
     try:
         for query in queries[: args.searches]:
@@ -528,8 +536,15 @@ def measure_search(
                 stages[mode].keep(wrapped.take(), wrapped.order)
                 counts[mode].append(statements.per_call[-1])
                 listings[mode] = statements.listing()
+            if floor is not None:
+                started = now()
+                floor.search(query)
+                floor_times.append(since(started))
+                wrapped.take()  # the floor's query embedding is no stage of a search
     finally:
         wrapped.restore()
+        if floor is not None:
+            floor.close()
     lines = []
     for mode in modes:
         lines.append(summary(f"memory.search {mode}", times[mode]))
@@ -537,6 +552,14 @@ def measure_search(
         lines.append(f"    SQLite statements per call: {statistics.median(counts[mode]):.0f}")
         if args.sql:
             lines += ["    statements of the last call:", *listings[mode]]
+    if floor_times:
+        wall, cpu = medians(floor_times)
+        ours = medians(times["hybrid"])
+        lines.append(
+            f"  hybrid floor (query embedding + numpy top-k + FTS5 query alone): p50 "
+            f"{wall:.2f} ms wall, {cpu:.2f} ms CPU; hybrid / floor = {ours[0] / wall:.2f}x "
+            f"wall, {ours[1] / cpu:.2f}x CPU"
+        )
     if args.profile:
         for mode in modes:
             profile = cProfile.Profile()
@@ -546,6 +569,37 @@ def measure_search(
             profile.disable()
             lines += [f"  profile of memory.search {mode}:", *profile_top(profile, args.top)]
     return lines
+
+
+class SearchFloor:
+    """The least a hybrid search must do, on the same file and the same embedder: embed the
+    query, score every vector and take the top k (numpy on one thread: see
+    dense_cache._dot_rows), run the FTS5 query alone (bm25, no filters)."""
+
+    def __init__(self, db: str, embedder: Any, pool: int) -> None:
+        self.embedder, self.pool = embedder, pool
+        self.conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+        self.conn.enable_load_extension(True)
+        self.conn.load_extension(sqlite_vec_path())
+        table = self.conn.execute("SELECT id FROM embedders").get
+        rows = self.conn.execute(f"SELECT embedding FROM vec_embedder_{table}").fetchall()
+        matrix = np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32)
+        self.matrix = matrix.reshape(len(rows), embedder.dims)
+
+    def search(self, query: str) -> None:
+        vector = self.embedder.embed_queries([query])[0]
+        scores = np.einsum("ij,j->i", self.matrix, vector, optimize=False)
+        count = min(self.pool, len(scores))
+        top = np.argpartition(-scores, count - 1)[:count]
+        top[np.argsort(-scores[top])]
+        self.conn.execute(
+            "SELECT rowid, bm25(memories_fts) AS s FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY s LIMIT ?",
+            (lexical_match(query) or '""', self.pool),
+        ).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 # -- stores --------------------------------------------------------------------------------------

@@ -354,10 +354,11 @@ CREATE INDEX entity_aliases_by_alias ON entity_aliases (scope, alias);
 """
 
 _SEARCH_FILTERS = """
--- What a search filters memories by, keyed by seq: when the lexical channel has to filter
--- every FTS5 match (a query whose best matches lie mostly outside the searched scopes), it
+-- What a search filters memories by, keyed by seq: when the lexical channel filters every
+-- FTS5 match (a small store, or searched scopes holding a small share of a large one), it
 -- reads these few columns from this index instead of each memory's whole row (about half
--- the time at 100,000 memories). See memories.search_lexical.
+-- the time at 100,000 memories), and it samples the newest memories here to choose. See
+-- memories.search_lexical.
 CREATE INDEX memories_search_filters ON memories (seq, scope, status, kind);
 """
 
