@@ -168,12 +168,13 @@ def open_runtime(db: str, embedder: Any, models_dir: str, **settings: Any) -> Ru
 def cached_store(args: argparse.Namespace, size: int, embedder: Any) -> str:
     """The path of a built store of `size` memories (built now if not cached)."""
     fingerprint = "none" if embedder is None else embedder_fingerprint(embedder)[:12]
-    name = f"call_path-v{LATEST_VERSION}-{size}-{fingerprint}.db"
+    spread = f"-s{args.other_scopes}" if args.other_scopes else ""
+    name = f"call_path-v{LATEST_VERSION}-{size}{spread}-{fingerprint}.db"
     path = os.path.join(args.cache, name)
     if not os.path.exists(path):
         common.log(f"building {name} ({size} memories)")
         started = time.perf_counter()
-        fill_store(path + ".tmp", size, embedder)
+        fill_store(path + ".tmp", size, embedder, args.other_scopes)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path + ".tmp" + suffix)
@@ -182,9 +183,12 @@ def cached_store(args: argparse.Namespace, size: int, embedder: Any) -> str:
     return path
 
 
-def fill_store(path: str, size: int, embedder: Any) -> None:
-    """Synthetic memories, one random unit vector each, through the store's write functions."""
+def fill_store(path: str, size: int, embedder: Any, other_scopes: int = 0) -> None:
+    """Synthetic memories, one random unit vector each, through the store's write functions;
+    with `other_scopes`, one memory in 1 + other_scopes is in the searched scope and the
+    rest take turns in the others."""
     corpus = Corpus(seed=size)
+    scopes = [SCOPE] + [f"other-{i}" for i in range(other_scopes)]
     store = Store(path)
     row = None if embedder is None else VectorIndex(store, embedder).row()
     made = 0
@@ -193,9 +197,10 @@ def fill_store(path: str, size: int, embedder: Any) -> None:
         vectors = corpus.rng.standard_normal((len(batch), 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         with store.writing() as conn:
-            for content, vector in zip(batch, vectors, strict=True):
+            for offset, (content, vector) in enumerate(zip(batch, vectors, strict=True)):
+                scope = scopes[(made + offset) % len(scopes)]
                 new = NewMemory(
-                    scope=SCOPE,
+                    scope=scope,
                     kind="note",
                     content=content,
                     tags=[],
@@ -207,7 +212,7 @@ def fill_store(path: str, size: int, embedder: Any) -> None:
                 _, seq = memory_sql.insert(conn, new)
                 if row is not None:
                     digest = memory_sql.content_hash(content)
-                    pending = PendingMemory(seq, SCOPE, "note", content, digest)
+                    pending = PendingMemory(seq, scope, "note", content, digest)
                     vector_sql.put_vectors(conn, row, pending, [vector.tobytes()])
         made += len(batch)
     store.checkpoint()
@@ -614,7 +619,10 @@ def run_synthetic(args: argparse.Namespace, embedder: Any, size: int) -> None:
         runtime = open_runtime(db, embedder, args.models_dir)
         try:
             wait_for_dense_copy(runtime)
-            print(f"== {size:,} memories (synthetic), embedder {args.embedder}")
+            share = f", 1 in {args.other_scopes + 1} in the searched scope" * bool(
+                args.other_scopes
+            )
+            print(f"== {size:,} memories (synthetic{share}), embedder {args.embedder}")
             if args.searches:
                 for line in measure_search(runtime, embedder, queries, args):
                     print(line)
@@ -681,6 +689,12 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--embedder", choices=("minilm", "stub", "none"), default="minilm")
     parser.add_argument("--locomo", default=None, help="locomo_dev.json: add a conversation store")
+    parser.add_argument(
+        "--other-scopes",
+        type=int,
+        default=0,
+        help="spread the synthetic memories over N more scopes (search and remember stay in one)",
+    )
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
     parser.add_argument("--top", type=int, default=15, help="functions per profile listing")
     parser.add_argument("--sql", action="store_true", help="list the statements of one call")
