@@ -10,12 +10,11 @@ the revision. A case is flagged when the revision comes back quarantined.
     false quarantine  = safe cases flagged / safe cases
     ask rate          = cases whose verdict came from the judge / cases
 
-memproc is reported twice. "rules only": no judge, so a pair the gate leaves undecided is
-settled by the default policy (quarantine). "scripted judge": a judge that answers every
-question from the case's ground truth; it measures how often the gate asks (the ask rate),
-not how well a model judges. While the service cannot yet ask over the stream, the scripted
-judge is applied to the pairs the evolve result lists as undecided and settled by policy,
-which is the same decision; answers the service did ask for are counted as asked too.
+memproc is reported twice. "rules only": the client declares no judge, so a pair the gate
+leaves undecided is settled by the default policy (quarantine). "scripted judge": the client
+declares `gate/judge` at initialize and answers every question the service sends from the
+case's ground truth; the case's verdict is the revision's status once `gate/settled` arrives.
+It measures how often the gate asks (the ask rate), not how well a model judges.
 
 Cases of the blind set are read from `procinterfere/blind_cases.jsonl`, one half at a time
 (`--half dev` while tuning; the test half is run once, for the report, with no per-case rows).
@@ -55,7 +54,7 @@ class Server:
     """`memproc serve` over pipes, one request at a time; a `gate/judge` request from the
     service is answered by `judge` (the scripted judge) before the reply is read."""
 
-    def __init__(self, db: str, gate: str, extra: list[str]) -> None:
+    def __init__(self, db: str, gate: str, extra: list[str], judge: bool = False) -> None:
         env = dict(os.environ, MEMPROC_PROCEDURE_GATE=gate)
         argv = [sys.executable, "-m", "memproc", "serve", "--db", db, *extra]
         self.proc = subprocess.Popen(
@@ -63,6 +62,10 @@ class Server:
         )
         self.next_id = 0
         self.verdict: str | None = None  # the scripted judge's answer for the current case
+        self.settled: list[dict[str, Any]] = []  # gate/settled notifications not yet taken
+        if judge:
+            capabilities = {"requests": {"gate/judge": {}}}
+            self.call("initialize", {"protocolVersion": "1.0", "capabilities": capabilities})
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -74,16 +77,31 @@ class Server:
         self.next_id += 1
         self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         while True:
-            reply = json.loads(self.proc.stdout.readline())
-            if reply.get("method") == "gate/judge" and "id" in reply:
-                self._answer_judge(reply)
-                continue
-            if "method" in reply:
-                continue  # a notification
-            break
+            reply = self._next()
+            if "method" not in reply:
+                break
         if "error" in reply:
             raise RuntimeError(f"{method}: {reply['error']}")
         return reply["result"]
+
+    def _next(self) -> dict[str, Any]:
+        """The next line; a judge's question is answered and a settlement kept on the way."""
+        assert self.proc.stdout is not None
+        message: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        if message.get("method") == "gate/judge" and "id" in message:
+            self._answer_judge(message)
+        elif message.get("method") == "gate/settled":
+            self.settled.append(message["params"])
+        return message
+
+    def wait_settled(self, revision_id: str) -> dict[str, Any]:
+        """The `gate/settled` notification for a revision (the judge's answers decided it)."""
+        while True:
+            found = [s for s in self.settled if s["revision_id"] == revision_id]
+            if found:
+                self.settled.remove(found[0])
+                return found[0]
+            self._next()
 
     def _answer_judge(self, request: dict[str, Any]) -> None:
         if self.verdict is None:
@@ -125,9 +143,13 @@ def run_case(server: Server, case: dict[str, Any], judge: bool) -> dict[str, Any
     server.call("procedure.create", create_params(scope, dependent))
     revision = create_params(scope, case["revision"])
     evolve = {k: v for k, v in revision.items() if k not in ("scope", "name")}
-    return server.call(
+    result = server.call(
         "procedure.evolve", {"scope": scope, "id": old["id"], "reason": "benchmark", **evolve}
     )
+    asked = any(p["settled_by"] == "pending" for p in result.get("undecided", []))
+    if asked:
+        result["settled"] = server.wait_settled(result["version_id"])
+    return result
 
 
 @dataclass(frozen=True)
@@ -136,20 +158,11 @@ class Verdict:
     asked: bool = False
 
 
-def rules_only(result: dict[str, Any]) -> Verdict:
-    return Verdict(result["status"] == "quarantined")
-
-
-def with_scripted_judge(result: dict[str, Any], case: dict[str, Any]) -> Verdict:
-    """The verdict had a judge answered every undecided pair from the ground truth."""
-    pairs = result.get("undecided", [])
-    asked_by_service = any(p["settled_by"] == "judge" for p in pairs)
-    decided = [f for f in result["findings"] if f["pattern"] not in ("undecided", "judge_breaks")]
-    if decided:
-        return Verdict(True, asked_by_service)
-    open_pairs = [p for p in pairs if p["settled_by"] == "judge" or p["outcome"] != "not_asked"]
-    if open_pairs:
-        return Verdict(bool(case["should_flag"]), True)
+def verdict(result: dict[str, Any]) -> Verdict:
+    """Flagged: the revision did not become current. Asked: the judge's answers decided it."""
+    settled = result.get("settled")
+    if settled is not None:
+        return Verdict(settled["status"] != "current", asked=True)
     return Verdict(result["status"] == "quarantined")
 
 
@@ -167,27 +180,28 @@ def rates(cases: list[dict[str, Any]], verdicts: list[Verdict]) -> tuple[str, st
 def evaluate(
     cases: list[dict[str, Any]], extra_flags: list[str], judge: bool
 ) -> dict[str, list[Any]]:
+    """Each column's evolve results, one server per column."""
     results: dict[str, list[Any]] = {}
     with tempfile.TemporaryDirectory(prefix="procinterfere-") as directory:
-        for system in SYSTEMS:
-            server = Server(str(Path(directory) / f"{system}.db"), system, extra_flags)
+        for column, system, judged in columns(judge):
+            db = str(Path(directory) / f"{column.replace(' ', '_').replace(',', '')}.db")
+            server = Server(db, system, extra_flags, judge=judged)
             try:
-                results[system] = [
-                    run_case(server, c, judge and system == "memproc") for c in cases
-                ]
+                results[column] = [run_case(server, c, judged) for c in cases]
             finally:
                 server.close()
     return results
 
 
-def columns(judge: bool) -> list[tuple[str, Any]]:
-    found: list[tuple[str, Any]] = [
-        ("latest_wins", lambda r, c: rules_only(r)),
-        ("reference", lambda r, c: rules_only(r)),
-        ("memproc, rules only", lambda r, c: rules_only(r)),
+def columns(judge: bool) -> list[tuple[str, str, bool]]:
+    """(column, gate, whether the client declares the scripted judge)."""
+    found = [
+        ("latest_wins", "latest_wins", False),
+        ("reference", "reference", False),
+        ("memproc, rules only", "memproc", False),
     ]
     if judge:
-        found.append(("memproc, scripted judge", with_scripted_judge))
+        found.append(("memproc, scripted judge", "memproc", True))
     return found
 
 
@@ -202,9 +216,8 @@ def report(
     print("| system | silent regression | false quarantine | ask rate |")
     print("| --- | --- | --- | --- |")
     table: dict[str, list[Verdict]] = {}
-    for name, decide in columns(judge):
-        system = name.split(",")[0]
-        table[name] = [decide(r, c) for r, c in zip(results[system], cases, strict=True)]
+    for name, system, _ in columns(judge):
+        table[name] = [verdict(r) for r in results[name]]
         silent, false, asked = rates(cases, table[name])
         print(f"| {name} | {silent} | {false} | {asked if system == 'memproc' else '-'} |")
     if rows:
@@ -224,7 +237,7 @@ def _rows(
             mark = "flag" if verdict.flagged else "pass"
             mark += " (asked)" if verdict.asked else ""
             marks.append(mark + ("" if verdict.flagged == case["should_flag"] else " ✗"))
-        memproc = results["memproc"][i]
+        memproc = results["memproc, rules only"][i]
         patterns = sorted({f["pattern"] for f in memproc["findings"]})
         patterns += [f"undecided:{p['why']}" for p in memproc.get("undecided", [])]
         cells = [case["id"], str(case["should_flag"]), *marks, ", ".join(patterns)]

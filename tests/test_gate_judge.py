@@ -1,8 +1,11 @@
-"""Undecided pairs in `procedure.evolve`: the judge's answer, the policy without one, the audit.
+"""Undecided pairs in `procedure.evolve`: asking the client's judge, what its answers decide, and
+the policy without one.
 
-The judge here is a plain Python function standing in for the client's model (which is not
-what is under test); the gate is a stub that leaves the one dependent undecided, so each test
-exercises the settling alone.
+The session here is the real `memproc.session.Session`; only its two ends are test doubles: the
+line it sends is kept instead of written to a pipe, and a continuation runs at once instead of
+being queued behind the scope's other requests (the transport's part, tested in
+tests/contract/test_contract_judge.py). The gate is a stub that leaves the one dependent
+undecided, so each test exercises the settling alone.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import msgspec
 import pytest
 
 from memproc import gate
-from memproc.ops import procedure_review, procedures
-from memproc.ops.context import JudgeOutcome, JudgeReply, OpContext
+from memproc.ops import procedure_judge, procedure_review, procedures
+from memproc.ops.context import OpContext
 from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
+from memproc.session import ClientReply, Session
 
 SCOPE = "proj"
+WORLD = "libvips 8 on an old distribution"
 
 
 def create(ctx: OpContext, name: str, steps: list[str]) -> str:
@@ -30,8 +35,10 @@ def create(ctx: OpContext, name: str, steps: list[str]) -> str:
     return procedures.create(ctx, params).id
 
 
-def undecided_gate(*, finding: bool = False) -> procedures.pg.GateFunction:
-    """A gate that leaves every candidate undecided (and, with `finding`, also flags it)."""
+def undecided_gate(*, finding: bool = False, fail_after: int | None = None) -> Any:
+    """A gate that leaves every candidate undecided (with `finding`, also flags it; with
+    `fail_after`, raises on every call after that many)."""
+    calls = [0]
 
     def run(
         old: gate.Procedure,
@@ -39,9 +46,11 @@ def undecided_gate(*, finding: bool = False) -> procedures.pg.GateFunction:
         found: Sequence[gate.Procedure],
         signals: gate.Signals,
     ) -> gate.Assessment:
+        calls[0] += 1
+        if fail_after is not None and calls[0] > fail_after:
+            raise RuntimeError("the gate broke")
         pairs = [
-            gate.Undecided(p.id, "world_knowledge", "libvips 8 on an old distribution")
-            for p in found
+            gate.Undecided(p.id, "world_knowledge", f"{WORLD}: {p.steps[0].action}") for p in found
         ]
         findings = [gate.Finding(p.id, "removed_output", "gone") for p in found if finding]
         return gate.Assessment(findings=findings, undecided=pairs)
@@ -49,142 +58,257 @@ def undecided_gate(*, finding: bool = False) -> procedures.pg.GateFunction:
     return run
 
 
-def evolve(ctx: OpContext, pid: str, gate_fn: procedures.pg.GateFunction) -> Any:
+class Client:
+    """The client's end of a real Session: the requests and notifications it was sent."""
+
+    def __init__(self, runtime: Runtime, *, judge: bool = True) -> None:
+        self.runtime = runtime
+        self.sent: list[dict[str, Any]] = []
+        self.session = Session(send=self._receive, schedule=self._run)
+        if judge:
+            self.session.declare({"requests": {"gate/judge": {}}})
+        self.ctx = OpContext(runtime=runtime, session=self.session)
+
+    def _receive(self, line: bytes) -> None:
+        self.sent.append(msgspec.json.decode(line))
+
+    def _run(self, scope: str, then: Any, reply: ClientReply) -> None:
+        then(self.ctx, reply)
+
+    def questions(self) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m.get("method") == "gate/judge"]
+
+    def settled(self) -> list[dict[str, Any]]:
+        return [m["params"] for m in self.sent if m.get("method") == "gate/settled"]
+
+    def answer(self, question: dict[str, Any], verdict: Any, reason: str = "") -> None:
+        result = msgspec.json.encode({"verdict": verdict, "reason": reason})
+        self.session.deliver(question["id"], msgspec.Raw(result), None)
+
+    def refuse(self, question: dict[str, Any]) -> None:
+        error = msgspec.json.encode({"code": -32601, "message": "no model here"})
+        self.session.deliver(question["id"], None, msgspec.Raw(error))
+
+
+def evolve(ctx: OpContext, pid: str, gate_fn: Any, step: str = "pin libvips==8.15.1") -> Any:
     params = pm.EvolveProcedureParams(
-        scope=SCOPE,
-        id=pid,
-        reason="bump libvips",
-        steps=[pm.ProcedureStep(action="pin libvips==8.15.1 in deps/image.in")],
+        scope=SCOPE, id=pid, reason="bump libvips", steps=[pm.ProcedureStep(action=step)]
     )
     return procedures.evolve_with(ctx, params, gate_fn)
 
 
-class Judge:
-    """Answers with `reply`, or runs `during` (to show no lock is held), recording calls."""
-
-    def __init__(self, reply: JudgeReply, during: Callable[[], None] | None = None) -> None:
-        self.reply, self.during = reply, during
-        self.calls: list[tuple[pm.JudgeParams, float]] = []
-
-    def __call__(self, params: Any, timeout_s: float) -> JudgeReply:
-        self.calls.append((params, timeout_s))
-        if self.during is not None:
-            self.during()
-        return self.reply
-
-
 @pytest.fixture
-def pair(make_runtime: Callable[..., Runtime]) -> Callable[..., tuple[OpContext, str, str]]:
-    def make(judge: Any = None, **settings: Any) -> tuple[OpContext, str, str]:
+def pair(make_runtime: Callable[..., Runtime]) -> Callable[..., tuple[Client, str, str]]:
+    def make(*, judge: bool = True, **settings: Any) -> tuple[Client, str, str]:
         runtime = make_runtime(embedder="none", reranker="none", **settings)
-        setup = OpContext(runtime=runtime)
-        producer = create(setup, "maintain image libraries", ["compile deps/image.in"])
-        dependent = create(setup, "render thumbnails", ["install deps/image.txt"])
-        return OpContext(runtime=runtime, judge=judge), producer, dependent
+        client = Client(runtime, judge=judge)
+        producer = create(client.ctx, "maintain image libraries", ["compile deps/image.in"])
+        dependent = create(client.ctx, "render thumbnails", ["install deps/image.txt"])
+        return client, producer, dependent
 
     return make
 
 
-def audit_detail(ctx: OpContext, pid: str) -> dict[str, Any]:
-    entries = procedure_review.audit(ctx, pm.AuditParams(scope=SCOPE, procedure_id=pid)).items
-    return [e for e in entries if e.event == "evolved"][-1].detail
+def current_id(client: Client, pid: str) -> str:
+    got = procedures.get(client.ctx, pm.GetProcedureParams(scope=SCOPE, id=pid))
+    return got.procedure.version_id
 
 
-def test_a_breaks_verdict_quarantines_with_a_finding_from_the_judge(pair: Any) -> None:
-    judge = Judge(JudgeReply("answered", "breaks", "the old distribution cannot load libvips 8"))
-    ctx, producer, dependent = pair(judge)
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "quarantined"
-    assert [(f.dependent_id, f.pattern) for f in result.findings] == [(dependent, "judge_breaks")]
-    assert [(u.settled_by, u.verdict) for u in result.undecided] == [("judge", "breaks")]
-    params, timeout = judge.calls[0]
-    assert isinstance(params, pm.JudgeParams) and params.dependent.id == dependent
-    assert params.why == "world_knowledge" and '"verdict"' in params.prompt
-    assert "pin libvips==8.15.1" in params.prompt and 0 < timeout <= 30
-    logged = audit_detail(ctx, producer)["undecided"][0]
-    assert logged["verdict"] == "breaks" and logged["question"]["prompt"] == params.prompt
+def audit(client: Client, pid: str) -> list[pm.AuditEntry]:
+    params = pm.AuditParams(scope=SCOPE, procedure_id=pid)
+    return procedure_review.audit(client.ctx, params).items
 
 
-def test_a_safe_verdict_promotes_and_is_recorded(pair: Any) -> None:
-    ctx, producer, _ = pair(Judge(JudgeReply("answered", "safe", "only the dev image changes")))
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "promoted" and result.findings == []
-    assert [(u.settled_by, u.verdict) for u in result.undecided] == [("judge", "safe")]
-    assert audit_detail(ctx, producer)["undecided"][0]["reason"] == "only the dev image changes"
+def test_an_undecided_pair_is_answered_at_once_quarantined_and_then_asked(pair: Any) -> None:
+    client, producer, dependent = pair()
+    before = current_id(client, producer)
+    result = evolve(client.ctx, producer, undecided_gate())
+    assert result.status == "quarantined" and current_id(client, producer) == before
+    assert [(f.dependent_id, f.pattern) for f in result.findings] == [(dependent, "awaiting_judge")]
+    assert [(u.settled_by, u.outcome) for u in result.undecided] == [("pending", "asked")]
+    (question,) = client.questions()
+    params = msgspec.convert(question["params"], pm.JudgeParams)
+    assert params.dependent.id == dependent and params.revision_id == result.version_id
+    assert params.procedure_id == producer and params.why == "world_knowledge"
+    assert '"verdict"' in params.prompt and "pin libvips==8.15.1" in params.prompt
+    assert client.settled() == []
 
 
-@pytest.mark.parametrize("outcome", ["timed_out", "client_gone", "malformed", "refused"])
-def test_no_answer_falls_back_to_the_policy_and_says_why(pair: Any, outcome: JudgeOutcome) -> None:
-    ctx, producer, dependent = pair(Judge(JudgeReply(outcome)))
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "quarantined"
-    assert [(f.dependent_id, f.pattern) for f in result.findings] == [(dependent, "undecided")]
-    assert [(u.settled_by, u.outcome) for u in result.undecided] == [("policy", outcome)]
+def test_a_safe_verdict_promotes_the_revision_and_says_so(pair: Any) -> None:
+    client, producer, _ = pair()
+    result = evolve(client.ctx, producer, undecided_gate())
+    client.answer(client.questions()[0], "safe", "only the dev image changes")
+    assert current_id(client, producer) == result.version_id
+    (settled,) = client.settled()
+    assert settled["status"] == "current" and settled["revision_id"] == result.version_id
+    assert [(u["settled_by"], u["verdict"]) for u in settled["undecided"]] == [("judge", "safe")]
+    approved = audit(client, producer)[-1]
+    assert (approved.event, approved.actor) == ("approved", "judge")
+    assert approved.detail["answers"][0]["reason"] == "only the dev image changes"
+    assert "pin libvips" in approved.detail["answers"][0]["question"]["prompt"]
 
 
-def test_without_a_judge_the_default_policy_quarantines(pair: Any) -> None:
-    ctx, producer, _ = pair(None)
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "quarantined"
+def test_a_breaks_verdict_keeps_it_quarantined_with_the_judges_finding(pair: Any) -> None:
+    client, producer, dependent = pair()
+    before = current_id(client, producer)
+    result = evolve(client.ctx, producer, undecided_gate())
+    client.answer(client.questions()[0], "breaks", "the old distribution cannot load libvips 8")
+    assert current_id(client, producer) == before
+    (settled,) = client.settled()
+    assert settled["status"] == "quarantined"
+    assert [(f["dependent_id"], f["pattern"]) for f in settled["findings"]] == [
+        (dependent, "judge_breaks")
+    ]
+    listed = procedure_review.review_list(client.ctx, pm.ReviewListParams(scope=SCOPE)).items
+    assert [(i.revision_id, [f.pattern for f in i.findings]) for i in listed] == [
+        (result.version_id, ["judge_breaks"])
+    ]
+    judged = audit(client, producer)[-1]
+    assert judged.event == "judged" and judged.detail["answers"][0]["verdict"] == "breaks"
+
+
+@pytest.mark.parametrize("ending", ["refused", "timed_out", "client_gone", "malformed"])
+def test_no_answer_falls_back_to_the_policy_and_says_why(pair: Any, ending: str) -> None:
+    client, producer, dependent = pair(judge_timeout_s=0.05 if ending == "timed_out" else 30)
+    before = current_id(client, producer)
+    evolve(client.ctx, producer, undecided_gate())
+    (question,) = client.questions()
+    if ending == "refused":
+        client.refuse(question)
+    elif ending == "malformed":
+        client.answer(question, "maybe")
+    elif ending == "client_gone":
+        client.session.client_gone()
+    else:
+        _wait_for(lambda: client.settled() != [])
+    assert current_id(client, producer) == before
+    (settled,) = client.settled() or [None]
+    if ending == "client_gone":  # a gone client is sent nothing; the audit still says why
+        assert settled is None
+        assert audit(client, producer)[-1].detail["answers"][0]["outcome"] == "client_gone"
+        return
+    assert [(f["dependent_id"], f["pattern"]) for f in settled["findings"]] == [
+        (dependent, "undecided")
+    ]
+    assert [(u["settled_by"], u["outcome"]) for u in settled["undecided"]] == [("policy", ending)]
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    """The time-out fires on a timer thread; wait for its continuation (bounded)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "the time-out never settled the question"
+        time.sleep(0.01)
+
+
+def test_the_promote_policy_lets_a_timed_out_question_through(pair: Any) -> None:
+    client, producer, _ = pair(gate_undecided="promote", judge_timeout_s=0.05)
+    result = evolve(client.ctx, producer, undecided_gate())
+    assert result.status == "quarantined"  # while the question is out
+    _wait_for(lambda: client.settled() != [])
+    assert current_id(client, producer) == result.version_id
+    assert (audit(client, producer)[-1].event, audit(client, producer)[-1].actor) == (
+        "approved",
+        "policy",
+    )
+
+
+def test_without_a_judge_the_default_policy_quarantines_and_nothing_is_asked(pair: Any) -> None:
+    client, producer, _ = pair(judge=False)
+    result = evolve(client.ctx, producer, undecided_gate())
+    assert result.status == "quarantined" and client.sent == []
     assert [(u.settled_by, u.outcome) for u in result.undecided] == [("policy", "no_judge")]
 
 
-def test_the_promote_policy_lets_an_unanswered_pair_through(pair: Any) -> None:
-    ctx, producer, _ = pair(None, gate_undecided="promote")
-    result = evolve(ctx, producer, undecided_gate())
+def test_without_a_judge_the_promote_policy_promotes_at_once(pair: Any) -> None:
+    client, producer, _ = pair(judge=False, gate_undecided="promote")
+    result = evolve(client.ctx, producer, undecided_gate())
     assert result.status == "promoted" and result.findings == []
     assert [u.outcome for u in result.undecided] == ["no_judge"]
 
 
-def test_a_judge_that_raises_counts_as_unavailable(pair: Any) -> None:
-    def broken() -> None:
-        raise RuntimeError("the model crashed")
-
-    ctx, producer, _ = pair(Judge(JudgeReply("answered", "safe"), during=broken))
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "quarantined"
-    assert [u.outcome for u in result.undecided] == ["unavailable"]
-
-
 def test_a_revision_a_rule_already_quarantines_asks_no_judge(pair: Any) -> None:
-    judge = Judge(JudgeReply("answered", "safe"))
-    ctx, producer, _ = pair(judge)
-    result = evolve(ctx, producer, undecided_gate(finding=True))
-    assert result.status == "quarantined" and judge.calls == []
+    client, producer, _ = pair()
+    result = evolve(client.ctx, producer, undecided_gate(finding=True))
+    assert result.status == "quarantined" and client.questions() == []
     assert [f.pattern for f in result.findings] == ["removed_output"]
     assert [u.outcome for u in result.undecided] == ["not_asked"]
 
 
-def test_no_lock_is_held_while_the_judge_thinks(pair: Any) -> None:
-    """Another write commits while the judge is being asked: the evolve holds no
-    transaction then, so nothing waits on a model."""
-    holder: dict[str, OpContext] = {}
-
-    def write_meanwhile() -> None:
-        create(holder["ctx"], "written while judging", ["a step"])
-
-    ctx, producer, _ = pair(Judge(JudgeReply("answered", "safe"), during=write_meanwhile))
-    holder["ctx"] = OpContext(runtime=ctx.runtime)
-    result = evolve(ctx, producer, undecided_gate())
-    assert result.status == "promoted"
-    listed = procedures.list_procedures(ctx, pm.ListProceduresParams(scope=SCOPE))
-    assert "written while judging" in {p.name for p in listed.items}
-
-
-def test_a_failing_gate_still_fails_closed_with_a_judge(pair: Any) -> None:
-    judge = Judge(JudgeReply("answered", "safe"))
-    ctx, producer, _ = pair(judge)
-
-    def broken(*args: Any) -> gate.Assessment:
-        raise RuntimeError("boom")
-
-    result = evolve(ctx, producer, broken)
+def test_a_failing_gate_fails_closed_and_asks_nothing(pair: Any) -> None:
+    client, producer, _ = pair()
+    result = evolve(client.ctx, producer, undecided_gate(fail_after=0))
     assert result.status == "quarantined" and result.reason == "gate_error"
-    assert judge.calls == [] and result.undecided == []
+    assert client.questions() == [] and result.undecided == []
 
 
-def test_the_judge_outcomes_are_one_set_on_both_sides() -> None:
-    from typing import get_args
+def test_a_gate_that_fails_when_the_answer_comes_keeps_it_quarantined(pair: Any) -> None:
+    client, producer, _ = pair()
+    before = current_id(client, producer)
+    evolve(client.ctx, producer, undecided_gate(fail_after=1))
+    client.answer(client.questions()[0], "safe")
+    assert current_id(client, producer) == before
+    (settled,) = client.settled()
+    assert settled["status"] == "quarantined"
+    assert [f["pattern"] for f in settled["findings"]] == ["gate_error"]
 
-    wire = set(get_args(pm.JudgeOutcome))
-    assert wire == set(get_args(JudgeOutcome))
+
+def test_a_dependent_changed_meanwhile_is_settled_by_policy_not_by_the_old_answer(
+    pair: Any,
+) -> None:
+    client, producer, dependent = pair()
+    evolve(client.ctx, producer, undecided_gate())
+    step = pm.ProcedureStep(action="install deps/image.txt --require-hashes")
+    changed = pm.EvolveProcedureParams(scope=SCOPE, id=dependent, reason="hashes", steps=[step])
+    assert procedures.evolve_with(client.ctx, changed, _nothing_gate).status == "promoted"
+    client.answer(client.questions()[0], "safe")
+    (settled,) = client.settled()
+    assert settled["status"] == "quarantined"
+    assert [(u["settled_by"], u["outcome"]) for u in settled["undecided"]] == [
+        ("policy", "not_asked")
+    ]
+
+
+def _nothing_gate(*args: Any) -> gate.Assessment:
+    return gate.Assessment()
+
+
+def test_an_answer_after_the_procedure_moved_on_changes_nothing(pair: Any) -> None:
+    client, producer, _ = pair()
+    first = evolve(client.ctx, producer, undecided_gate())
+    second = evolve(client.ctx, producer, _nothing_gate, step="pin libvips==8.16")
+    assert second.status == "promoted"
+    client.answer(client.questions()[0], "safe")
+    assert current_id(client, producer) == second.version_id
+    (settled,) = client.settled()
+    assert (settled["revision_id"], settled["status"]) == (first.version_id, "quarantined")
+    assert audit(client, producer)[-1].detail["note"] == "procedure changed"
+
+
+def test_an_answer_after_a_review_decided_is_only_recorded(pair: Any) -> None:
+    client, producer, _ = pair()
+    result = evolve(client.ctx, producer, undecided_gate())
+    decide = pm.ReviewDecideParams(
+        scope=SCOPE, revision_id=result.version_id, decision="reject", actor="ana", reason="no"
+    )
+    procedure_review.review_decide(client.ctx, decide)
+    client.answer(client.questions()[0], "safe")
+    (settled,) = client.settled()
+    assert settled["status"] == "rejected"
+    assert audit(client, producer)[-1].detail["note"] == "reviewed meanwhile"
+
+
+def test_questions_beyond_the_limit_are_settled_by_policy(pair: Any) -> None:
+    client, producer, _ = pair()
+    for i in range(procedure_judge.MAX_QUESTIONS):
+        create(client.ctx, f"other dependent {i}", ["install deps/image.txt"])
+    result = evolve(client.ctx, producer, undecided_gate())
+    asked = client.questions()
+    assert len(asked) == procedure_judge.MAX_QUESTIONS
+    assert sorted(u.outcome for u in result.undecided).count("not_asked") == 1
+    for question in asked:
+        client.answer(question, "safe")
+    (settled,) = client.settled()
+    assert settled["status"] == "quarantined"  # the unasked pair: the policy, fail closed

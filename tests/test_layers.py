@@ -269,6 +269,7 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.protocol.framing",
     "memproc.protocol.messages",
     "memproc.protocol.methods",
+    "memproc.protocol.outbound",
     "memproc.runtime",
     "memproc.scopes",
     "memproc.service",

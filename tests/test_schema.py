@@ -13,6 +13,7 @@ from memproc.ops.context import OpContext
 from memproc.protocol import dispatch
 from memproc.protocol import messages as m
 from memproc.protocol.methods import METHOD_TABLE, METHODS, method_catalog
+from memproc.protocol.outbound import SERVER_MESSAGES
 from memproc.protocol.requests import REQUEST_TYPES, AnyRequest
 from memproc.protocol.schema import diff_schemas, generate_schemas, write_schemas
 
@@ -65,7 +66,9 @@ def test_table_union_tags_and_schema_files_agree() -> None:
         assert params_field.type.cls is METHOD_TABLE[name].params
     files = {path.name for path in SCHEMAS.glob("*.json")}
     expected = {f"{stem(n)}.{part}.json" for n in names for part in ("params", "result")}
-    assert files == expected | {"envelope.json"}
+    to_client = {f"to_client.{stem(m.name)}.params.json" for m in SERVER_MESSAGES}
+    to_client |= {f"to_client.{stem(m.name)}.result.json" for m in SERVER_MESSAGES if m.result}
+    assert files == expected | to_client | {"envelope.json"}
     assert set(generate_schemas()) == files
 
 
@@ -184,3 +187,17 @@ def test_server_info_catalog_lists_every_method_with_its_params_schema() -> None
     assert [info.name for info in catalog] == [method.name for method in METHODS]
     for info, method in zip(catalog, METHODS, strict=True):
         assert info.params_schema == msgspec.json.schema(method.params)
+
+
+def test_what_the_server_sends_unasked_is_typed_and_advertised(ctx: OpContext) -> None:
+    """Every server-to-client request and notification has a type (and so a schema), and
+    `initialize` lists them, so a client knows what it may be sent and what it owes."""
+    from memproc.ops.system import initialize
+
+    for message in SERVER_MESSAGES:
+        assert isinstance(message.params_type, type)
+        assert message.result is None or isinstance(message.result_type, type)
+    params = msgspec.convert({"protocolVersion": "1.0"}, m.InitializeParams)
+    capabilities = initialize(ctx, params).capabilities
+    assert capabilities["requests"] == ["gate/judge"]
+    assert capabilities["notifications"] == ["gate/settled", "notifications/progress"]

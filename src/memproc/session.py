@@ -34,8 +34,10 @@ class ClientReply:
     reason: str = ""
 
 
-# Runs the continuation of a call as an ordered write on `scope`: (scope, continuation).
-Schedule = Callable[[str, Callable[[ClientReply], None], ClientReply], None]
+# What runs when a call ends: `then(ctx, reply)`, with the OpContext of the write it runs in.
+Continuation = Callable[[Any, ClientReply], None]
+# Runs a continuation as an ordered write on `scope`: (scope, continuation, reply).
+Schedule = Callable[[str, Continuation, ClientReply], None]
 # Writes one line to the client.
 Send = Callable[[bytes], None]
 
@@ -43,7 +45,7 @@ Send = Callable[[bytes], None]
 @dataclass
 class _Pending:
     scope: str
-    then: Callable[[ClientReply], None]
+    then: Continuation
     timer: threading.Timer
 
 
@@ -74,9 +76,9 @@ class Session:
         *,
         scope: str,
         timeout_s: float,
-        then: Callable[[ClientReply], None],
+        then: Continuation,
     ) -> bool:
-        """Send `method` to the client; `then(reply)` runs later as a write on `scope`. False
+        """Send `method` to the client; `then(ctx, reply)` runs later as a write on `scope`. False
         (and nothing sent) when the client did not declare the request or has gone."""
         if not self.can(method):
             return False
@@ -91,6 +93,13 @@ class Session:
         message = {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params}
         self._send(msgspec.json.encode(message) + b"\n")
         return True
+
+    def notify(self, method: str, params: Any) -> None:
+        """A notification to the client (no answer expected); dropped once the client has gone."""
+        if self._gone:
+            return
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        self._send(msgspec.json.encode(message) + b"\n")
 
     def deliver(self, call_id: Any, result: msgspec.Raw | None, error: msgspec.Raw | None) -> None:
         """A response line from the client (the reader thread). One for no call of ours (a

@@ -81,6 +81,8 @@ class Client:
         self.lines: list[bytes] = []
         self._responses: dict[str, list[dict[str, Any]]] = {}
         self._unsolicited: deque[dict[str, Any]] = deque()
+        self._server_requests: deque[dict[str, Any]] = deque()  # e.g. gate/judge
+        self._notifications: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._eof = False
         self._next_id = 0
@@ -122,7 +124,10 @@ class Client:
             message = None
         with self._cond:
             self.lines.append(raw)
-            if isinstance(message, dict) and "id" in message:
+            if isinstance(message, dict) and "method" in message:
+                where = self._server_requests if "id" in message else self._notifications
+                where.append(message)
+            elif isinstance(message, dict) and "id" in message:
                 if message["id"] is None:
                     self._unsolicited.append(message)
                 else:
@@ -160,6 +165,34 @@ class Client:
             "a response with id null",
             timeout,
         )
+
+    def next_server_request(self, method: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The next request the server sent us (a server-to-client call), which must be
+        `method`."""
+        message = self._wait(
+            lambda: self._server_requests.popleft() if self._server_requests else None,
+            f"a {method} request from the server",
+            timeout,
+        )
+        assert message["method"] == method, message
+        return message
+
+    def server_requests(self) -> list[dict[str, Any]]:
+        """The server-to-client requests not yet taken by `next_server_request`."""
+        with self._cond:
+            return list(self._server_requests)
+
+    def wait_notification(self, method: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The params of the first notification `method` (left in the record)."""
+
+        def found() -> Any:
+            return next((n["params"] for n in self._notifications if n["method"] == method), None)
+
+        return self._wait(found, f"a {method} notification", timeout)
+
+    def notifications(self, method: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [n["params"] for n in self._notifications if n["method"] == method]
 
     def responses(self, request_id: Any) -> list[dict[str, Any]]:
         """Every response seen so far for `request_id` (to assert "exactly once")."""
@@ -219,6 +252,13 @@ class Client:
             message["params"] = params
         self.send(message)
         return request_id
+
+    def answer(self, request_id: Any, result: Any) -> None:
+        """Answer a server-to-client request."""
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def refuse(self, request_id: Any, code: int = -32601, message: str = "refused") -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
 
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -393,7 +433,8 @@ def clean_env(**overrides: str) -> dict[str, str]:
 
 def check_stream(client: Client) -> None:
     """Every stdout line is one JSON-RPC 2.0 message: a response with a well-formed result or
-    error, or a server notification (a method and params, no id)."""
+    error, a server notification (a method and params, no id), or a server-to-client request
+    (a method, params and a string id)."""
     for line in client.lines:
         check_line(line)
 
@@ -411,6 +452,10 @@ def check_line(line: bytes) -> dict[str, Any]:
         assert set(message) == {"jsonrpc", "method", "params"}, line[:200]
         assert isinstance(message["method"], str), line[:200]
         assert isinstance(message["params"], dict), line[:200]
+        return message
+    if "method" in message:
+        assert set(message) == {"jsonrpc", "id", "method", "params"}, line[:200]
+        assert isinstance(message["id"], str) and isinstance(message["params"], dict), line[:200]
         return message
     assert isinstance(message["id"], str | int | None), line[:200]
     assert ("result" in message) != ("error" in message), line[:200]

@@ -96,7 +96,7 @@ def review_decide(ctx: OpContext, params: ReviewDecideParams) -> ReviewDecideRes
         for revision in params.revisions:
             changes = body_of({f: getattr(revision, f, None) for f in BODY_FIELDS})
             step = Revision(scope, revision.id, changes, revision.reason, actor=params.actor)
-            results.append(apply_revision(ctx, conn, step, gate_fn, {}))
+            results.append(apply_revision(ctx, conn, step, gate_fn, {}).result)
     return ReviewDecideResult(revision_id=record.id, status=status, revisions=results)
 
 

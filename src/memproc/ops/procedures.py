@@ -7,6 +7,7 @@ version or the new one, never none. Slow work (embedding) happens before the wri
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import apsw
@@ -158,7 +159,6 @@ def evolve_with(
         aliases = pg.scope_aliases(conn, scope)
         found = pg.candidates(conn, scope, old, new, ctx.runtime.config.procedure_gate, aliases)
     similar, semantic = pg.similarity(ctx, old, new, found)
-    answers = _ask_judge(ctx, scope, params.reason, (old, new, found), gate_fn, similar, aliases)
     vector = _embed(ctx, search_text(current.name, {**current.body, **changes}))
     ctx.token.check()
     with store.writing(ctx.token) as conn:
@@ -166,29 +166,12 @@ def evolve_with(
             raise NotFound("episode not found", path="$.params.episode_id")
         _check_references(conn, scope, changes, "$.params")
         step = Revision(scope, params.id, changes, params.reason, params.episode_id)
-        return apply_revision(
-            ctx, conn, step, gate_fn, similar, vector=vector, answers=answers, semantic=semantic
+        applied = apply_revision(
+            ctx, conn, step, gate_fn, similar, vector=vector, semantic=semantic, ask_judge=True
         )
-
-
-def _ask_judge(
-    ctx: OpContext,
-    scope: str,
-    reason: str,
-    versions: tuple[gate.Procedure, gate.Procedure, list[gate.Procedure]],
-    gate_fn: pg.GateFunction,
-    similar: dict[tuple[str, str], float],
-    aliases: dict[str, frozenset[str]],
-) -> dict[judging.Key, judging.Answer]:
-    """Before the write, with no lock held: gate the revision as read, and ask the client's
-    judge about the pairs left undecided (a model may take seconds)."""
-    if ctx.judge is None:
-        return {}
-    old, new, found = versions
-    assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
-    if failed:
-        return {}
-    return judging.ask(ctx, scope, reason, old, new, found, assessment)
+    if applied.judgement is not None:
+        judging.send(ctx, applied.judgement)  # after the commit: an answer finds the revision
+    return applied.result
 
 
 class Revision(msgspec.Struct, frozen=True):
@@ -211,6 +194,12 @@ def _revised(current: procedure_sql.VersionRecord, changes: dict[str, Any]) -> A
     return pg.gate_procedure(current.procedure_id, current.name, {**current.body, **changes})
 
 
+@dataclass(frozen=True)
+class Applied:
+    result: EvolveProcedureResult
+    judgement: judging.Judgement | None = None  # questions to send once the write commits
+
+
 def apply_revision(
     ctx: OpContext,
     conn: apsw.Connection,
@@ -218,11 +207,12 @@ def apply_revision(
     gate_fn: pg.GateFunction,
     similar: dict[tuple[str, str], float],
     vector: tuple[str, bytes] | None = None,
-    answers: dict[judging.Key, judging.Answer] | None = None,
     semantic: str = "not_needed",
-) -> EvolveProcedureResult:
-    """Inside the caller's write: store the revision, gate it, settle what the gate left
-    undecided (with the judge's answers given, else by policy), promote or quarantine."""
+    ask_judge: bool = False,
+) -> Applied:
+    """Inside the caller's write: store the revision, gate it, and promote or quarantine it.
+    Pairs the gate leaves undecided become questions for the client's judge (`ask_judge`,
+    when the client declared one; the revision waits quarantined), else the policy's."""
     current = _current(conn, step.scope, step.procedure_id)
     body = {**current.body, **step.changes}
     old, new = pg.of_record(current), _revised(current, step.changes)
@@ -230,33 +220,22 @@ def apply_revision(
     kind = ctx.runtime.config.procedure_gate
     found = pg.candidates(conn, step.scope, old, new, kind, aliases)
     assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
-    settled = judging.Settled() if failed else judging.settle(ctx, assessment, answers or {})
+    version = procedure_sql.insert_version(conn, _new_version(step, current, body))
+    asking: dict[judging.Key, Any] = {}
+    if ask_judge and not failed:
+        revision = (step.scope, step.reason, version.id)
+        asking = judging.questions(ctx, revision, (old, new, found), assessment)
+    settled = judging.Settled() if failed else judging.settle(ctx, assessment, {}, asking)
     findings = assessment.findings + settled.findings
-    reason = "gate_error" if failed else None
     views = [msgspec.to_builtins(v) for v in finding_views(findings)]
-    new_version = procedure_sql.NewVersion(
-        step.procedure_id,
-        step.scope,
-        "quarantined",
-        body,
-        search_text(current.name, body),
-        parent_id=current.id,
-        reason=step.reason,
-        findings=views,
-        episode_id=step.episode_id,
-    )
-    version = procedure_sql.insert_version(conn, new_version)
+    procedure_sql.set_findings(conn, version.id, views)
     _store_vector(conn, version.seq, vector)
     status: Literal["promoted", "quarantined"] = "quarantined" if findings else "promoted"
     if status == "promoted":
         procedure_sql.promote(conn, step.scope, version)
         pg.index(conn, step.scope, new, body.get("refs", []))
-    detail: dict[str, Any] = {
-        "status": status,
-        "findings": views,
-        "gate": ctx.runtime.config.procedure_gate,
-        "semantic": semantic,
-    }
+    detail: dict[str, Any] = {"status": status, "findings": views, "gate": kind}
+    detail["semantic"] = semantic
     if settled.audit:
         detail["undecided"] = settled.audit
     if failed:
@@ -271,13 +250,35 @@ def apply_revision(
         reason=step.reason,
         detail=detail,
     )
-    return EvolveProcedureResult(
+    result = EvolveProcedureResult(
         id=step.procedure_id,
         status=status,
         version_id=version.id,
         findings=finding_views(findings),
-        reason=reason,
+        reason="gate_error" if failed else None,
         undecided=settled.pairs,
+    )
+    if not asking:
+        return Applied(result)
+    judgement = judging.Judgement(
+        step.scope, step.procedure_id, version.id, current.id, gate_fn, similar, asking
+    )
+    return Applied(result, judgement)
+
+
+def _new_version(
+    step: Revision, current: procedure_sql.VersionRecord, body: dict[str, Any]
+) -> procedure_sql.NewVersion:
+    """The revision as first stored: quarantined, its findings filled in once gated."""
+    return procedure_sql.NewVersion(
+        step.procedure_id,
+        step.scope,
+        "quarantined",
+        body,
+        search_text(current.name, body),
+        parent_id=current.id,
+        reason=step.reason,
+        episode_id=step.episode_id,
     )
 
 

@@ -20,6 +20,7 @@ from memproc.protocol.messages import (
     ServerInfoParams,
     ServerInfoResult,
 )
+from memproc.protocol.outbound import SERVER_NOTIFICATIONS, SERVER_REQUESTS
 
 SERVER_NAME = "memproc"
 PROTOCOL_VERSION = "1.0"
@@ -46,10 +47,10 @@ def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
                 "rerank": True,
                 "explain": True,
             },
-            "notifications": ["notifications/progress"],
+            "notifications": SERVER_NOTIFICATIONS,
             # Requests the server may send: a client answers those it lists in its own
             # `capabilities.requests` (e.g. {"gate/judge": {}}).
-            "requests": ["gate/judge"],
+            "requests": SERVER_REQUESTS,
         },
     )
 

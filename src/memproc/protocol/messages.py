@@ -93,6 +93,16 @@ class PingResult(Result, kw_only=True):
     pass
 
 
+class ProgressParams(msgspec.Struct, kw_only=True):
+    """The `notifications/progress` notification: how far a long background task has got
+    (today the embedding backfill after a model change)."""
+
+    task: Literal["backfill"]
+    embedder: str
+    done: int
+    total: int
+
+
 class ServerInfoParams(Params, kw_only=True):
     pass
 

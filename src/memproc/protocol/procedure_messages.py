@@ -223,25 +223,27 @@ class EvolveProcedureParams(Params, kw_only=True):
     episode_id: ProcedureId | None = None
 
 
-JudgeOutcome = Literal[
-    "answered", "unavailable", "timed_out", "client_gone", "malformed", "refused"
-]
+# How a `gate/judge` call ended (memproc.session.ReplyOutcome is the same set).
+JudgeOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
 
 
 class UndecidedPair(msgspec.Struct, kw_only=True):
     """A dependent the rules could not decide on, and how it was settled.
 
     `why`: the rules disagree, their confidence is low, or the change is of a kind no rule can
-    judge (world knowledge). `settled_by` is "judge" when the client's judge answered, else
-    "policy" (`gate_undecided`); `outcome` says what happened when the judge was asked:
-    "no_judge" when the client declared none, "not_asked" when a rule finding had already
-    quarantined the revision."""
+    judge (world knowledge). `settled_by` is "judge" when the client's judge answered,
+    "policy" (`gate_undecided`) when it did not, and "pending" while the question is out: the
+    evolve answers at once with the revision quarantined, and a `gate/settled` notification
+    follows when every question has ended. `outcome` says what happened when the judge was
+    asked: "asked" while pending, "no_judge" when the client declared none, "not_asked" when
+    a rule finding had already quarantined the revision (or one evolve had more questions
+    than it may ask)."""
 
     dependent_id: str
     why: Literal["rules_disagree", "low_confidence", "world_knowledge"]
     detail: str
-    settled_by: Literal["judge", "policy"]
-    outcome: JudgeOutcome | Literal["no_judge", "not_asked"]
+    settled_by: Literal["judge", "policy", "pending"]
+    outcome: JudgeOutcome | Literal["asked", "no_judge", "not_asked"]
     verdict: Literal["breaks", "safe"] | None = None
     reason: str = ""
 
@@ -394,9 +396,12 @@ class JudgedProcedure(msgspec.Struct, kw_only=True):
 class JudgeParams(msgspec.Struct, kw_only=True):
     """Params of `gate/judge`, sent by the service to its client when the gate cannot decide
     whether a revision breaks one dependent. `prompt` is ready to hand to a model; the answer
-    is a `JudgeVerdict`."""
+    is a `JudgeVerdict`. One request per undecided dependent; `revision_id` is the quarantined
+    revision the answer decides."""
 
     scope: str
+    procedure_id: str
+    revision_id: str
     reason: str  # the revision's reason, as its author gave it
     why: Literal["rules_disagree", "low_confidence", "world_knowledge"]
     detail: str
@@ -413,3 +418,17 @@ class JudgeVerdict(msgspec.Struct, kw_only=True):
 
     verdict: Literal["breaks", "safe"]
     reason: Annotated[str, Meta(max_length=4000)] = ""
+
+
+class GateSettledParams(msgspec.Struct, kw_only=True):
+    """The `gate/settled` notification: every question an evolve sent to the judge has ended,
+    and the revision is now `current` (promoted), still `quarantined` (a verdict of "breaks",
+    the policy, or a procedure that changed meanwhile), or whatever a review made of it first.
+    The same facts are in `procedure.audit` (event "judged" or "approved" by "judge")."""
+
+    scope: str
+    procedure_id: str
+    revision_id: str
+    status: VersionStatus
+    findings: list[Finding] = []
+    undecided: list[UndecidedPair] = []

@@ -1,7 +1,9 @@
 """JSON Schema files generated from the protocol types: `schemas/` is never edited by hand.
 
-Per method, `<method>.params.json` and `<method>.result.json`; plus `envelope.json` with the
-request union (tagged on `method`), the two response shapes and the error object. File names
+Per method, `<method>.params.json` and `<method>.result.json`; per message the server sends
+unasked, `to_client.<name>.params.json` (and `.result.json` for a request); plus
+`envelope.json` with the request union (tagged on `method`), the two response shapes and the
+error object. File names
 replace `/` and `$` so every method name makes a portable file name.
 """
 
@@ -14,6 +16,7 @@ import msgspec
 
 from memproc.protocol.envelope import ErrorResponse, Notification, SuccessResponse
 from memproc.protocol.methods import METHODS
+from memproc.protocol.outbound import SERVER_MESSAGES
 from memproc.protocol.requests import AnyRequest
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -39,6 +42,16 @@ def generate_schemas() -> dict[str, bytes]:
         files[f"{stem}.result.json"] = _document(
             f"{method.name} result", msgspec.json.schema(method.result)
         )
+    for message in SERVER_MESSAGES:
+        stem = "to_client." + _file_stem(message.name)
+        files[f"{stem}.params.json"] = _document(
+            f"{message.name} params (server to client)", msgspec.json.schema(message.params_type)
+        )
+        if message.result is not None:
+            files[f"{stem}.result.json"] = _document(
+                f"{message.name} result (client to server)",
+                msgspec.json.schema(message.result_type),
+            )
     (request, success, error, notification), components = msgspec.json.schema_components(
         [AnyRequest, SuccessResponse, ErrorResponse, Notification], ref_template="#/$defs/{name}"
     )

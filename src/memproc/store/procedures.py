@@ -148,6 +148,14 @@ def set_status(conn: apsw.Connection, version_id: str, status: str) -> None:
     )
 
 
+def set_findings(conn: apsw.Connection, version_id: str, findings: list[dict[str, Any]]) -> None:
+    """Replace a quarantined revision's findings: what the judge's answers made of them."""
+    conn.execute(
+        "UPDATE procedure_versions SET findings = ?, updated_at = ? WHERE id = ?",
+        (orjson.dumps(findings).decode(), now_rfc3339(), version_id),
+    )
+
+
 def promote(conn: apsw.Connection, scope: str, version: VersionRecord) -> None:
     """Make `version` current and retire the version that was: both inside the caller's
     transaction, retiring first so the one-current index never sees two."""
