@@ -256,6 +256,7 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.logs",
     "memproc.models",
     "memproc.models.catalog",
+    "memproc.models.hash_record",
     "memproc.models.manager",
     "memproc.models.manifest",
     "memproc.ops",

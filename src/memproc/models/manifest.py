@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from memproc.models import hash_record
+
 MANIFEST_NAME = "memproc-model.json"
 OPTIMIZED_MANIFEST_NAME = "memproc-optimized.json"
 SOURCE_GRAPH = "model.onnx"
@@ -97,10 +99,10 @@ def write_manifest(
     os.replace(temporary, manifest_path(directory, name))
 
 
-def read_optimized(directory: str) -> OptimizedManifest | None:
+def read_optimized(directory: str, *, trust_record: bool = False) -> OptimizedManifest | None:
     """The optimized copy's manifest with its files verified, or None when there is none.
     A copy that is present but damaged is an error, never silently skipped: something has
-    changed files in the model directory."""
+    changed files in the model directory. `trust_record`: see `verify_files`."""
     try:
         with open(manifest_path(directory, OPTIMIZED_MANIFEST_NAME), "rb") as handle:
             optimized = msgspec.json.decode(handle.read(), type=OptimizedManifest)
@@ -113,7 +115,7 @@ def read_optimized(directory: str) -> OptimizedManifest | None:
         raise ModelError(
             "bad_manifest", f"{OPTIMIZED_MANIFEST_NAME} does not pin {OPTIMIZED_GRAPH}"
         )
-    _verify_hashes(directory, optimized.files)
+    _verify_hashes(directory, optimized.files, trust_record)
     return optimized
 
 
@@ -125,25 +127,37 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def verify_files(directory: str, manifest: ModelManifest) -> None:
-    """Every pinned file exists and has its pinned hash; raises ModelError otherwise."""
-    _verify_hashes(directory, manifest.files)
+def verify_files(directory: str, manifest: ModelManifest, *, trust_record: bool = False) -> None:
+    """Every pinned file exists and has its pinned hash; raises ModelError otherwise. With
+    `trust_record` (loading a model), a file the directory's hash record shows unchanged since
+    its hash was last found right is not read again (`hash_record.py`); without it (verify,
+    pull, install) every byte is read."""
+    _verify_hashes(directory, manifest.files, trust_record)
 
 
-def _verify_hashes(directory: str, files: dict[str, str]) -> None:
+def _verify_hashes(directory: str, files: dict[str, str], trust_record: bool = False) -> None:
+    record = hash_record.read(directory) if trust_record else {}
+    changed = False
     for name, expected in files.items():
+        if trust_record and hash_record.unchanged(directory, record, name, expected):
+            continue
         path = os.path.join(directory, name)
         try:
             actual = sha256_file(path)
+            seen = hash_record.identity(path, actual)
         except FileNotFoundError:
             raise ModelError("missing_file", f"{name} is missing from {directory}") from None
         if actual != expected:
             raise ModelError(
                 "hash_mismatch", f"{name} has sha256 {actual}, the manifest pins {expected}"
             )
+        if hash_record.settled(seen):
+            record[name], changed = seen, True
+    if changed:
+        hash_record.write(directory, {**hash_record.read(directory), **record})
 
 
-def load_verified(directory: str) -> ModelManifest:
+def load_verified(directory: str, *, trust_record: bool = False) -> ModelManifest:
     manifest = read_manifest(directory)
-    verify_files(directory, manifest)
+    verify_files(directory, manifest, trust_record=trust_record)
     return manifest
