@@ -55,3 +55,4 @@ bench-startup: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf clients/typescript/node_modules clients/typescript/dist clients/typescript/src/generated.ts
