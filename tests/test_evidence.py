@@ -18,11 +18,11 @@ from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import cursors
 from memproc.ops import evidence as evidence_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.evidence_messages import ELIGIBILITY_NOTE, EvidenceListParams, Provenance
 from memproc.runtime import Runtime
 from memproc.store import Store, citations
 from memproc.store.connection import ConnectionSettings, open_connection
 from memproc.store.migrations import LATEST_VERSION, MIGRATIONS
+from memproc.wire.evidence_messages import ELIGIBILITY_NOTE, EvidenceListParams, Provenance
 
 
 def stored(ctx: OpContext, evidence_id: str = "e1") -> tuple[str, str]:

@@ -19,9 +19,9 @@ import pytest
 from memproc import gate
 from memproc.ops import procedure_judge, procedure_review, procedures
 from memproc.ops.context import OpContext
-from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
 from memproc.session import ClientReply, Session
+from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 WORLD = "libvips 8 on an old distribution"

@@ -97,7 +97,7 @@ def test_the_import_parser_sees_every_form() -> None:
 
 def test_the_package_has_the_layers_the_rules_talk_about() -> None:
     names = modules()
-    for expected in ("memproc.store.database", "memproc.ops.memory", "memproc.protocol.messages"):
+    for expected in ("memproc.store.database", "memproc.ops.memory", "memproc.wire.messages"):
         assert expected in names
     assert "memproc.service" in imports_of("memproc.cli")  # the parser finds real imports
 
@@ -106,7 +106,13 @@ def test_the_package_has_the_layers_the_rules_talk_about() -> None:
 
 
 def test_store_knows_nothing_of_protocol_ops_or_service() -> None:
-    forbidden = ("memproc.protocol", "memproc.ops", "memproc.service", "memproc.runtime")
+    forbidden = (
+        "memproc.wire",
+        "memproc.protocol",
+        "memproc.ops",
+        "memproc.service",
+        "memproc.runtime",
+    )
     assert violations("memproc.store", forbidden) == []
 
 
@@ -114,6 +120,7 @@ def test_gate_imports_neither_store_nor_protocol() -> None:
     """The gate is pure: no store, no protocol, no ops, no models, no I/O modules."""
     forbidden = (
         "memproc.store",
+        "memproc.wire",
         "memproc.protocol",
         "memproc.ops",
         "memproc.models",
@@ -139,7 +146,7 @@ def test_ops_never_import_transport_dispatch_or_the_method_table() -> None:
         "memproc.protocol.dispatch",
         "memproc.protocol.framing",
         "memproc.protocol.methods",
-        "memproc.protocol.envelope",
+        "memproc.wire.envelope",
         "memproc.protocol.schema",
         "memproc.service",
         "memproc.cli",
@@ -147,18 +154,29 @@ def test_ops_never_import_transport_dispatch_or_the_method_table() -> None:
     assert violations("memproc.ops", forbidden) == []
 
 
+def test_wire_imports_nothing_else_of_memproc() -> None:
+    """The wire types are the contract: a client, or any layer, can import them alone."""
+    assert "memproc.wire.envelope" in modules()
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if in_layer(name, "memproc.wire")
+        for target in sorted(imports_of(name))
+        if in_layer(target, "memproc") and not in_layer(target, "memproc.wire")
+    ]
+    assert found == []
+
+
 def test_messages_are_pure_types() -> None:
-    assert [t for t in imports_of("memproc.protocol.messages") if in_layer(t, "memproc")] == []
+    assert [t for t in imports_of("memproc.wire.messages") if in_layer(t, "memproc")] == []
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in modules() if n.startswith("memproc.protocol.") and n.endswith("_messages")]
+    "name", [n for n in modules() if n.startswith("memproc.wire.") and n.endswith("_messages")]
 )
 def test_family_message_modules_import_only_other_message_modules(name: str) -> None:
     parts = [t.split(".") for t in imports_of(name) if in_layer(t, "memproc")]
-    assert parts and all(
-        p[:2] == ["memproc", "protocol"] and p[2].endswith("messages") for p in parts
-    )
+    assert parts and all(p[:2] == ["memproc", "wire"] and p[2].endswith("messages") for p in parts)
 
 
 def test_nothing_outside_protocol_imports_dispatch_internals_except_the_service() -> None:
@@ -265,16 +283,17 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.ordering",
     "memproc.protocol",
     "memproc.protocol.dispatch",
-    "memproc.protocol.envelope",
+    "memproc.wire.envelope",
     "memproc.protocol.errors",
     "memproc.protocol.framing",
-    "memproc.protocol.messages",
+    "memproc.wire.messages",
     "memproc.protocol.methods",
-    "memproc.protocol.outbound",
+    "memproc.wire.outbound",
     "memproc.runtime",
     "memproc.scopes",
     "memproc.service",
     "memproc.session",
+    "memproc.wire",
 }
 NEVER_BEFORE_FIRST_RESPONSE = ("numpy", "onnxruntime", "tokenizers", "apsw", "sqlite_vec")
 

@@ -9,8 +9,8 @@ import msgspec
 
 from memproc.ops import procedure_search, procedures
 from memproc.ops.context import OpContext
-from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
+from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 

@@ -13,10 +13,10 @@ from memproc.errors import Conflict, InvalidParams, MemprocError, NotFound
 from memproc.ops import lifecycle, procedure_review, procedures
 from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
-from memproc.protocol import messages as m
-from memproc.protocol import procedure_messages as pm
 from memproc.store import citations
 from memproc.store import procedures as procedure_sql
+from memproc.wire import messages as m
+from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 

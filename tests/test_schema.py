@@ -11,11 +11,11 @@ import pytest
 
 from memproc.ops.context import OpContext
 from memproc.protocol import dispatch
-from memproc.protocol import messages as m
 from memproc.protocol.methods import METHOD_TABLE, METHODS, method_catalog
-from memproc.protocol.outbound import SERVER_MESSAGES
 from memproc.protocol.requests import REQUEST_TYPES, AnyRequest
 from memproc.protocol.schema import diff_schemas, generate_schemas, write_schemas
+from memproc.wire import messages as m
+from memproc.wire.outbound import SERVER_MESSAGES
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

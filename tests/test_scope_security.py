@@ -32,13 +32,13 @@ from memproc.ops import lifecycle, procedure_search, procedures, project_context
 from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol import checkpoint_messages as cm
-from memproc.protocol import context_messages as xm
-from memproc.protocol import evidence_messages as em
-from memproc.protocol import messages as m
-from memproc.protocol import procedure_messages as pm
 from memproc.runtime import Runtime
 from memproc.store import citations
+from memproc.wire import checkpoint_messages as cm
+from memproc.wire import context_messages as xm
+from memproc.wire import evidence_messages as em
+from memproc.wire import messages as m
+from memproc.wire import procedure_messages as pm
 
 # Slow: `make test` runs this module, `make test-fast` leaves it out.
 pytestmark = pytest.mark.slow

@@ -15,18 +15,18 @@ import pytest
 
 from memproc.ops import embedding
 from memproc.ops import memory as memory_ops
-from memproc.protocol.messages import (
-    ForgetParams,
-    GetParams,
-    RememberBatchParams,
-    RememberItem,
-)
 from memproc.retrieval import indexing
 from memproc.retrieval.chunking import chunk_text
 from memproc.runtime import Runtime
 from memproc.store import maintenance
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
+from memproc.wire.messages import (
+    ForgetParams,
+    GetParams,
+    RememberBatchParams,
+    RememberItem,
+)
 from searchkit import (
     CORPUS,
     EMBEDDER,

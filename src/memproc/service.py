@@ -329,8 +329,8 @@ class Service:
         bound does not refuse it."""
         method = Method(
             "$/continuation",
-            "memproc.protocol.messages:PingParams",
-            "memproc.protocol.messages:PingResult",
+            "memproc.wire.messages:PingParams",
+            "memproc.wire.messages:PingResult",
             lambda ctx, _params: then(ctx, reply),
             writes=True,
         )

@@ -12,7 +12,9 @@ import apsw
 from memproc.errors import Conflict, InvalidParams, NotFound
 from memproc.ops import cursors
 from memproc.ops.context import OpContext
-from memproc.protocol.checkpoint_messages import (
+from memproc.store import checkpoints as checkpoint_sql
+from memproc.store.checkpoints import CLEARED, CheckpointContent, CheckpointRow
+from memproc.wire.checkpoint_messages import (
     Checkpoint,
     CheckpointClearParams,
     CheckpointClearResult,
@@ -23,8 +25,6 @@ from memproc.protocol.checkpoint_messages import (
     CheckpointSaveParams,
     CheckpointSaveResult,
 )
-from memproc.store import checkpoints as checkpoint_sql
-from memproc.store.checkpoints import CLEARED, CheckpointContent, CheckpointRow
 
 CURSOR_TAG = "c1"
 

@@ -14,10 +14,10 @@ import apsw
 from memproc.errors import InvalidParams
 from memproc.lifecycle import HIDDEN
 from memproc.ops.mapping import memory_view
-from memproc.protocol.messages import Impact, Memory
 from memproc.store import MemoryRecord, citations
 from memproc.store import memories as memory_sql
 from memproc.store.annotations import MEMORY_REF, annotate, memory_ref
+from memproc.wire.messages import Impact, Memory
 
 
 def check_refs(

@@ -9,11 +9,11 @@ from memproc.ops import citing, embedding
 from memproc.ops.context import OpContext
 from memproc.ops.mapping import source_dict
 from memproc.ops.validation import check_content, check_metadata, normalize_time
-from memproc.protocol.messages import RememberItem, RememberResult
 from memproc.retrieval.indexing import VectorIndex
 from memproc.store import NewMemory, citations
 from memproc.store import memories as memory_sql
 from memproc.store.annotations import memory_ref
+from memproc.wire.messages import RememberItem, RememberResult
 
 Vectors = dict[embedding.Text, list[bytes]]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from memproc.errors import InvalidParams
 from memproc.gate import names
 from memproc.ops.context import OpContext
-from memproc.protocol.procedure_messages import EntityAliasParams, EntityAliasResult
 from memproc.store import procedures as procedure_sql
+from memproc.wire.procedure_messages import EntityAliasParams, EntityAliasResult
 
 
 def alias(ctx: OpContext, params: EntityAliasParams) -> EntityAliasResult:

@@ -18,7 +18,11 @@ from memproc.ops.context import OpContext
 from memproc.ops.evidence_payload import Payload, canonical, check_observation, sha256_hex
 from memproc.ops.evidence_refs import EvidenceRef, Ref, parse_ref, record_refs
 from memproc.ops.evidence_state import Judge, Verdict
-from memproc.protocol.evidence_messages import (
+from memproc.retrieval.boosts import parse_time
+from memproc.store import citations
+from memproc.store import evidence as evidence_sql
+from memproc.store.evidence import EvidenceRow, NewEvidence
+from memproc.wire.evidence_messages import (
     Evidence,
     EvidenceGetParams,
     EvidenceGetResult,
@@ -28,10 +32,6 @@ from memproc.protocol.evidence_messages import (
     EvidencePutResult,
     Provenance,
 )
-from memproc.retrieval.boosts import parse_time
-from memproc.store import citations
-from memproc.store import evidence as evidence_sql
-from memproc.store.evidence import EvidenceRow, NewEvidence
 
 CURSOR_TAG = "e1"
 MAX_LIFETIME_MS = 365 * 24 * 3600 * 1000

@@ -16,8 +16,8 @@ import orjson
 
 from memproc.errors import InvalidParams
 from memproc.ops.validation import MAX_METADATA_DEPTH, depth, plain_number, walk_json
-from memproc.protocol.evidence_messages import Outcome, Provenance
 from memproc.store.evidence import EvidenceRow
+from memproc.wire.evidence_messages import Outcome, Provenance
 
 
 class Payload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

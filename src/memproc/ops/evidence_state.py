@@ -26,9 +26,9 @@ from memproc.errors import InvalidParams
 from memproc.ops.evidence_payload import Payload, intact
 from memproc.ops.evidence_refs import EvidenceRef, FileRef, MemoryRef, Ref, parse_ref
 from memproc.ops.project_files import check_file
-from memproc.protocol.evidence_messages import EvidenceReason, EvidenceState, RefProblem
 from memproc.store import evidence as evidence_sql
 from memproc.store.evidence import EvidenceRow
+from memproc.wire.evidence_messages import EvidenceReason, EvidenceState, RefProblem
 
 SEVERITY: tuple[str, ...] = get_args(EvidenceReason)
 # Problems that flag a record without taking its eligibility away.

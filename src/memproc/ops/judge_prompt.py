@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from memproc.protocol.procedure_messages import ChangeSet, JudgedProcedure
+from memproc.wire.procedure_messages import ChangeSet, JudgedProcedure
 
 INSTRUCTIONS = """\
 You review a change to a team's procedural memory: procedure A was revised, and procedure B

@@ -27,7 +27,9 @@ from memproc.ops import citing, creation, embedding
 from memproc.ops.context import OpContext
 from memproc.ops.mapping import source_dict
 from memproc.ops.validation import check_content
-from memproc.protocol.messages import (
+from memproc.store import MemoryRecord, NewMemory, erasure, events
+from memproc.store import memories as memory_sql
+from memproc.wire.messages import (
     ChallengeParams,
     ForgetParams,
     ForgetResult,
@@ -40,8 +42,6 @@ from memproc.protocol.messages import (
     SupersedeParams,
     TransitionResult,
 )
-from memproc.store import MemoryRecord, NewMemory, erasure, events
-from memproc.store import memories as memory_sql
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,11 @@ from typing import Any
 
 import msgspec
 
-from memproc.protocol.messages import (
+from memproc.store import MemoryRecord
+from memproc.store.annotations import Annotation
+from memproc.store.events import EventRow
+from memproc.store.revisions import RevisionRow
+from memproc.wire.messages import (
     Challenge,
     InactiveRef,
     Memory,
@@ -16,10 +20,6 @@ from memproc.protocol.messages import (
     StageRanks,
     StateChange,
 )
-from memproc.store import MemoryRecord
-from memproc.store.annotations import Annotation
-from memproc.store.events import EventRow
-from memproc.store.revisions import RevisionRow
 
 _NO_ANNOTATION = Annotation()
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from memproc.ops import citing, creation, cursors, lifecycle
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import (
+from memproc.store import memories as memory_sql
+from memproc.store import vectors as vector_sql
+from memproc.wire.messages import (
     FeedbackParams,
     FeedbackResult,
     ForgetParams,
@@ -22,8 +24,6 @@ from memproc.protocol.messages import (
     RememberParams,
     RememberResult,
 )
-from memproc.store import memories as memory_sql
-from memproc.store import vectors as vector_sql
 
 CURSOR_TAG = "m1"
 

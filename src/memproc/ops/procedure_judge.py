@@ -30,8 +30,11 @@ from memproc.ops import judge_prompt
 from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views
-from memproc.protocol.outbound import JUDGE, SETTLED
-from memproc.protocol.procedure_messages import (
+from memproc.session import ClientReply
+from memproc.store import procedure_log as log_sql
+from memproc.store import procedures as procedure_sql
+from memproc.wire.outbound import JUDGE, SETTLED
+from memproc.wire.procedure_messages import (
     ChangeSet,
     Condition,
     Consumed,
@@ -45,9 +48,6 @@ from memproc.protocol.procedure_messages import (
     UndecidedPair,
     ValueChange,
 )
-from memproc.session import ClientReply
-from memproc.store import procedure_log as log_sql
-from memproc.store import procedures as procedure_sql
 
 log = logging.getLogger("memproc.procedures")
 

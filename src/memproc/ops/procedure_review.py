@@ -21,7 +21,9 @@ from memproc.ops.procedures import (
     apply_revision,
     body_of,
 )
-from memproc.protocol.procedure_messages import (
+from memproc.store import procedure_log as log_sql
+from memproc.store import procedures as procedure_sql
+from memproc.wire.procedure_messages import (
     AuditEntry,
     AuditParams,
     AuditResult,
@@ -32,8 +34,6 @@ from memproc.protocol.procedure_messages import (
     ReviewListParams,
     ReviewListResult,
 )
-from memproc.store import procedure_log as log_sql
-from memproc.store import procedures as procedure_sql
 
 
 def review_list(ctx: OpContext, params: ReviewListParams) -> ReviewListResult:

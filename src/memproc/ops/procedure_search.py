@@ -16,15 +16,15 @@ from typing import Any
 
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import version_view
-from memproc.protocol.procedure_messages import (
-    ProcedureHit,
-    SearchProceduresParams,
-    SearchProceduresResult,
-)
 from memproc.retrieval.fusion import reciprocal_rank_fusion
 from memproc.retrieval.query import lexical_match
 from memproc.store import procedures as procedure_sql
 from memproc.store.procedures import VersionRecord
+from memproc.wire.procedure_messages import (
+    ProcedureHit,
+    SearchProceduresParams,
+    SearchProceduresResult,
+)
 
 
 def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresResult:

@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 
 from memproc import gate
-from memproc.protocol.procedure_messages import Finding, ProcedureView
 from memproc.store.procedures import VersionRecord
+from memproc.wire.procedure_messages import Finding, ProcedureView
 
 
 def version_view(record: VersionRecord) -> ProcedureView:

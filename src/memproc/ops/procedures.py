@@ -20,7 +20,9 @@ from memproc.ops import procedure_gate as pg
 from memproc.ops import procedure_judge as judging
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views, version_view
-from memproc.protocol.procedure_messages import (
+from memproc.store import procedure_log as log_sql
+from memproc.store import procedures as procedure_sql
+from memproc.wire.procedure_messages import (
     CreateProcedureParams,
     CreateProcedureResult,
     EvolveProcedureParams,
@@ -32,8 +34,6 @@ from memproc.protocol.procedure_messages import (
     RecordEpisodeParams,
     RecordEpisodeResult,
 )
-from memproc.store import procedure_log as log_sql
-from memproc.store import procedures as procedure_sql
 
 # Body fields an evolve may change; the others carry over from the current version.
 BODY_FIELDS = (

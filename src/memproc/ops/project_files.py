@@ -12,7 +12,7 @@ import hashlib
 import os
 import stat
 
-from memproc.protocol.evidence_messages import EvidenceReason
+from memproc.wire.evidence_messages import EvidenceReason
 
 _CHUNK = 1 << 20
 

@@ -14,10 +14,10 @@ from memproc.ops.context import OpContext
 from memproc.ops.lifecycle import find, find_visible
 from memproc.ops.mapping import change_view, revision_view, source_dict
 from memproc.ops.validation import check_content
-from memproc.protocol.messages import EditParams, EditResult, HistoryParams, HistoryResult
 from memproc.store import citations, events, revisions
 from memproc.store import memories as memory_sql
 from memproc.store.annotations import memory_ref
+from memproc.wire.messages import EditParams, EditResult, HistoryParams, HistoryResult
 
 
 def edit(ctx: OpContext, params: EditParams) -> EditResult:

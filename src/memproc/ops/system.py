@@ -7,7 +7,7 @@ import msgspec
 from memproc import __version__
 from memproc.errors import InvalidParams
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import (
+from memproc.wire.messages import (
     CancelledNotificationParams,
     CancelParams,
     CancelResult,
@@ -20,7 +20,7 @@ from memproc.protocol.messages import (
     ServerInfoParams,
     ServerInfoResult,
 )
-from memproc.protocol.outbound import SERVER_NOTIFICATIONS, SERVER_REQUESTS
+from memproc.wire.outbound import SERVER_NOTIFICATIONS, SERVER_REQUESTS
 
 SERVER_NAME = "memproc"
 PROTOCOL_VERSION = "1.0"

@@ -17,9 +17,9 @@ import msgspec
 
 from memproc.errors import InvalidParams, InvalidRequest, MemprocError, MethodNotFound, ParseError
 from memproc.ops.context import OpContext
-from memproc.protocol.envelope import ErrorResponse, Notification, RequestId, SuccessResponse
 from memproc.protocol.errors import to_error_object
 from memproc.protocol.methods import METHOD_TABLE, Method
+from memproc.wire.envelope import ErrorResponse, Notification, RequestId, SuccessResponse
 
 log = logging.getLogger("memproc.dispatch")
 

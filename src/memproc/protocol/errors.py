@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from memproc.errors import InternalError, MemprocError
-from memproc.protocol.envelope import ErrorObject
+from memproc.wire.envelope import ErrorObject
 
 log = logging.getLogger("memproc.protocol")
 

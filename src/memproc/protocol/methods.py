@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memproc.ops.context import OpContext
-    from memproc.protocol.messages import MethodInfo, Params, Result
+    from memproc.wire.messages import MethodInfo, Params, Result
 
 Ref = str | Any  # "module:attribute", or the object itself (tests build entries that way)
 
@@ -84,11 +84,11 @@ class Method:
 
 
 # Where the entries live, so each line names only what differs.
-M = "memproc.protocol.messages:"
-CM = "memproc.protocol.checkpoint_messages:"
-XM = "memproc.protocol.context_messages:"
-EM = "memproc.protocol.evidence_messages:"
-PM = "memproc.protocol.procedure_messages:"
+M = "memproc.wire.messages:"
+CM = "memproc.wire.checkpoint_messages:"
+XM = "memproc.wire.context_messages:"
+EM = "memproc.wire.evidence_messages:"
+PM = "memproc.wire.procedure_messages:"
 OPS = "memproc.ops."
 
 METHODS: tuple[Method, ...] = (
@@ -317,7 +317,7 @@ def method_catalog() -> list[MethodInfo]:
     """Every method with the JSON Schema of its params, as `server.info` reports them."""
     import msgspec
 
-    from memproc.protocol.messages import MethodInfo
+    from memproc.wire.messages import MethodInfo
 
     return [
         MethodInfo(name=method.name, params_schema=msgspec.json.schema(method.params))

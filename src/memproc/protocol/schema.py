@@ -14,10 +14,10 @@ from typing import Any
 
 import msgspec
 
-from memproc.protocol.envelope import ErrorResponse, Notification, SuccessResponse
 from memproc.protocol.methods import METHODS
-from memproc.protocol.outbound import SERVER_MESSAGES
 from memproc.protocol.requests import AnyRequest
+from memproc.wire.envelope import ErrorResponse, Notification, SuccessResponse
+from memproc.wire.outbound import SERVER_MESSAGES
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

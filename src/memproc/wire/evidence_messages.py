@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from memproc.protocol.messages import Cursor, Limit, Params, Result, Scope, ShortText, Timestamp
+from memproc.wire.messages import Cursor, Limit, Params, Result, Scope, ShortText, Timestamp
 
 EvidenceId = Annotated[
     str,

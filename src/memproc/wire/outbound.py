@@ -35,8 +35,8 @@ def _resolve(ref: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-PM = "memproc.protocol.procedure_messages:"
-M = "memproc.protocol.messages:"
+PM = "memproc.wire.procedure_messages:"
+M = "memproc.wire.messages:"
 SERVER_MESSAGES: tuple[ServerMessage, ...] = (
     ServerMessage(JUDGE, PM + "JudgeParams", PM + "JudgeVerdict"),
     ServerMessage(SETTLED, PM + "GateSettledParams"),

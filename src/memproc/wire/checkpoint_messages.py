@@ -11,7 +11,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from memproc.protocol.messages import Cursor, Limit, Params, Result, Scope
+from memproc.wire.messages import Cursor, Limit, Params, Result, Scope
 
 Task = Annotated[
     str, Meta(min_length=1, max_length=256, description="A task name, chosen by the client.")

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from memproc.protocol.messages import (
+from memproc.wire.messages import (
     Cursor,
     MemoryId,
     Params,
