@@ -30,10 +30,9 @@ from memproc.ops import judge_prompt
 from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
 from memproc.ops.procedure_views import finding_views
-from memproc.session import ClientReply
 from memproc.store import procedure_log as log_sql
 from memproc.store import procedures as procedure_sql
-from memproc.wire.outbound import JUDGE, SETTLED
+from memproc.wire.outbound import JUDGE, SETTLED, ClientReply
 from memproc.wire.procedure_messages import (
     ChangeSet,
     Condition,

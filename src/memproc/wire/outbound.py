@@ -1,5 +1,6 @@
 """The messages the server sends its client unasked, in both directions' terms: requests (the
-client owes an answer of `result` type) and notifications (`result` None).
+client owes an answer of `result` type) and notifications (`result` None); and how such a
+request ended (`ClientReply`), which the transport tells the op that asked.
 
 Kept apart from the method table so that ops may name them (ops never import the table), and
 typed like methods so that `schemas/` describes them too (`to_client.*.json`): a client can be
@@ -9,7 +10,10 @@ contract-tested on what it receives as well as on what it sends.
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import msgspec
 
 JUDGE = "gate/judge"
 SETTLED = "gate/settled"
@@ -44,3 +48,16 @@ SERVER_MESSAGES: tuple[ServerMessage, ...] = (
 )
 SERVER_REQUESTS = [m.name for m in SERVER_MESSAGES if m.result is not None]
 SERVER_NOTIFICATIONS = [m.name for m in SERVER_MESSAGES if m.result is None]
+
+# How a server-to-client call ended (`JudgeOutcome` in procedure_messages is the same set).
+ReplyOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
+
+
+@dataclass(frozen=True)
+class ClientReply:
+    """How a server-to-client call ended. `result` is the raw JSON result when answered; the
+    caller decodes it into its own type (a reply that does not decode is `malformed`)."""
+
+    outcome: ReplyOutcome
+    result: msgspec.Raw | None = None
+    reason: str = ""

@@ -223,7 +223,7 @@ class EvolveProcedureParams(Params, kw_only=True):
     episode_id: ProcedureId | None = None
 
 
-# How a `gate/judge` call ended (memproc.session.ReplyOutcome is the same set).
+# How a `gate/judge` call ended (memproc.wire.outbound.ReplyOutcome is the same set).
 JudgeOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
 
 

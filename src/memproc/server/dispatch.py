@@ -2,7 +2,7 @@
 
 Stage one reads the envelope (-32700 for bad JSON, -32600 for a bad envelope, -32601 for an
 unknown method) and stage two the params (-32602 with a `$.params...` path). Nothing outside
-`protocol/` decodes JSON-RPC.
+`server/` decodes JSON-RPC.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import msgspec
 
 from memproc.errors import InvalidParams, InvalidRequest, MemprocError, MethodNotFound, ParseError
 from memproc.ops.context import OpContext
-from memproc.protocol.errors import to_error_object
-from memproc.protocol.methods import METHOD_TABLE, Method
+from memproc.server.errors import to_error_object
+from memproc.server.methods import METHOD_TABLE, Method
 from memproc.wire.envelope import ErrorResponse, Notification, RequestId, SuccessResponse
 
 log = logging.getLogger("memproc.dispatch")

@@ -49,7 +49,7 @@ class Method:
         # touch no storage, so that ping answers at once however busy the workers are.
         self.inline = inline
         # Whether the method changes stored state: within a scope a write waits for every
-        # request sent before it, a read only for the writes before it (memproc.ordering).
+        # request sent before it, a read only for the writes before it (memproc.server.ordering).
         self.writes = writes
 
     def _get(self, part: str) -> Any:
@@ -90,35 +90,36 @@ XM = "memproc.wire.context_messages:"
 EM = "memproc.wire.evidence_messages:"
 PM = "memproc.wire.procedure_messages:"
 OPS = "memproc.ops."
+SESSION = "memproc.server.session_methods:"
 
 METHODS: tuple[Method, ...] = (
     Method(
         "initialize",
         M + "InitializeParams",
         M + "InitializeResult",
-        OPS + "system:initialize",
+        SESSION + "initialize",
         inline=True,
     ),
-    Method("ping", M + "PingParams", M + "PingResult", OPS + "system:ping", inline=True),
+    Method("ping", M + "PingParams", M + "PingResult", SESSION + "ping", inline=True),
     Method(
         "server.info",
         M + "ServerInfoParams",
         M + "ServerInfoResult",
-        OPS + "system:server_info",
+        SESSION + "server_info",
         inline=True,
     ),
     Method(
         "$/cancelRequest",
         M + "CancelParams",
         M + "CancelResult",
-        OPS + "system:cancel_request",
+        SESSION + "cancel_request",
         inline=True,
     ),
     Method(
         "notifications/cancelled",
         M + "CancelledNotificationParams",
         M + "CancelResult",
-        OPS + "system:cancelled_notification",
+        SESSION + "cancelled_notification",
         inline=True,
     ),
     Method(

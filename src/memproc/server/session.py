@@ -15,31 +15,25 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
+from memproc.ops.context import Continuation
+from memproc.wire.outbound import ClientReply
+
 log = logging.getLogger("memproc.session")
 
-ReplyOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
-
-
-@dataclass(frozen=True)
-class ClientReply:
-    """How a server-to-client call ended. `result` is the raw JSON result when answered; the
-    caller decodes it into its own type (a reply that does not decode is `malformed`)."""
-
-    outcome: ReplyOutcome
-    result: msgspec.Raw | None = None
-    reason: str = ""
-
-
-# What runs when a call ends: `then(ctx, reply)`, with the OpContext of the write it runs in.
-Continuation = Callable[[Any, ClientReply], None]
 # Runs a continuation as an ordered write on `scope`: (scope, continuation, reply).
 Schedule = Callable[[str, Continuation, ClientReply], None]
 # Writes one line to the client.
 Send = Callable[[bytes], None]
+# Cancels a request in flight on this stream by its id; True if it will be answered -32800.
+Cancel = Callable[[Any], bool]
+
+
+def _cancel_nothing(request_id: Any) -> bool:
+    return False
 
 
 @dataclass
@@ -50,9 +44,13 @@ class _Pending:
 
 
 class Session:
-    def __init__(self, send: Send, schedule: Schedule) -> None:
+    """One stream's client. Given to every handler as `ctx.session` (the ops see it as
+    `memproc.ops.context.Client`; the session methods use the rest)."""
+
+    def __init__(self, send: Send, schedule: Schedule, cancel: Cancel = _cancel_nothing) -> None:
         self._send = send
         self._schedule = schedule
+        self._cancel = cancel
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
@@ -62,6 +60,10 @@ class Session:
     def declare(self, capabilities: dict[str, Any]) -> None:
         """The client's `initialize` capabilities (a later initialize replaces them)."""
         self.capabilities = dict(capabilities)
+
+    def cancel(self, request_id: Any) -> bool:
+        """Cancel a request this client sent that is still in flight (`$/cancelRequest`)."""
+        return self._cancel(request_id)
 
     def can(self, request: str) -> bool:
         """Whether the client declared that it answers this server-to-client request:

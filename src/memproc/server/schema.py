@@ -10,16 +10,22 @@ replace `/` and `$` so every method name makes a portable file name.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
-from memproc.protocol.methods import METHODS
-from memproc.protocol.requests import AnyRequest
+from memproc.server.methods import METHODS
 from memproc.wire.envelope import ErrorResponse, Notification, SuccessResponse
 from memproc.wire.outbound import SERVER_MESSAGES
+from memproc.wire.requests import request_types
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+# The request union of this server's methods, built once from the method table. Building it
+# imports every params type: that is why it lives here, where only schema generation and
+# clients look, and not beside the table that answers the first `ping`.
+REQUEST_TYPES: dict[str, type] = request_types((method.name, method.params) for method in METHODS)
+AnyRequest = Union[tuple(REQUEST_TYPES.values())]  # type: ignore[valid-type]  # noqa: UP007
 
 
 def _file_stem(method_name: str) -> str:

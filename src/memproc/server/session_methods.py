@@ -1,4 +1,10 @@
-"""Connection-level methods: initialize, ping, server.info and cancellation."""
+"""Session methods: initialize, ping, server.info and cancellation.
+
+They answer from the stream's own state, so they live with the server: the session (what the
+client declared, and the requests in flight it may cancel) reaches them as `ctx.session`, and
+the method catalog comes from the table beside them. They run on the reader thread (`inline`)
+and touch no storage.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ import msgspec
 from memproc import __version__
 from memproc.errors import InvalidParams
 from memproc.ops.context import OpContext
+from memproc.server.methods import method_catalog
+from memproc.server.session import Session
 from memproc.wire.messages import (
     CancelledNotificationParams,
     CancelParams,
@@ -34,8 +42,9 @@ def initialize(ctx: OpContext, params: InitializeParams) -> InitializeResult:
             path="$.params.protocolVersion",
             supported=list(SUPPORTED_PROTOCOL_VERSIONS),
         )
-    if ctx.session is not None:
-        ctx.session.declare(params.capabilities)
+    session = _session(ctx)
+    if session is not None:
+        session.declare(params.capabilities)
     return InitializeResult(
         protocol_version=PROTOCOL_VERSION,
         server_info=ServerIdentity(name=SERVER_NAME, version=__version__),
@@ -70,7 +79,7 @@ def server_info(ctx: OpContext, params: ServerInfoParams) -> ServerInfoResult:
         name=SERVER_NAME,
         version=__version__,
         protocol_version=PROTOCOL_VERSION,
-        methods=ctx.runtime.method_catalog(),
+        methods=method_catalog(),
         limits={
             "max_line_bytes": config.max_line_bytes,
             "max_pending": config.max_pending,
@@ -91,8 +100,19 @@ def server_info(ctx: OpContext, params: ServerInfoParams) -> ServerInfoResult:
 
 
 def cancel_request(ctx: OpContext, params: CancelParams) -> CancelResult:
-    return CancelResult(cancelled=ctx.runtime.cancel_request(params.id))
+    return CancelResult(cancelled=_cancel(ctx, params.id))
 
 
 def cancelled_notification(ctx: OpContext, params: CancelledNotificationParams) -> CancelResult:
-    return CancelResult(cancelled=ctx.runtime.cancel_request(params.request_id))
+    return CancelResult(cancelled=_cancel(ctx, params.request_id))
+
+
+def _cancel(ctx: OpContext, request_id: object) -> bool:
+    session = _session(ctx)
+    return session is not None and session.cancel(request_id)
+
+
+def _session(ctx: OpContext) -> Session | None:
+    """The stream's session; None for a handler called in-process, which has no stream (ops
+    see the session only as a `Client`, so it is narrowed here, in the server)."""
+    return ctx.session if isinstance(ctx.session, Session) else None

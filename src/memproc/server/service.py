@@ -5,7 +5,7 @@ itself and hands the rest to workers; the queue is bounded so a flood gets `over
 of unbounded memory; responses go out as they finish (the `id` correlates them). Every request
 that gets past the envelope is tracked in `_inflight` until exactly one response is written.
 
-Order: within a scope, requests take effect in the order they were sent (memproc.ordering): a
+Order: within a scope, requests take effect in the order they were sent (server/ordering.py): a
 request waits in the service, not in a worker, until the earlier requests it must follow are done.
 
 How it ends: at end of input every request already read is answered, however long that takes;
@@ -31,17 +31,23 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from memproc.cancel import CancelToken
 from memproc.errors import Cancelled, InvalidRequest, MemprocError, Overloaded, RequestTooLarge
-from memproc.ops.context import OpContext
-from memproc.ordering import Sequencer, Ticket
-from memproc.protocol import dispatch
-from memproc.protocol.framing import LineWriter, Oversized, fd_reader, read_frames
-from memproc.protocol.methods import Method, method_catalog
-from memproc.runtime import Runtime
-from memproc.session import ClientReply, Session
+from memproc.ops.context import Continuation, OpContext
+from memproc.runtime import ProgressSink, Runtime
+from memproc.server import dispatch
+from memproc.server.framing import LineWriter, Oversized, fd_reader, read_frames
+from memproc.server.methods import Method
+from memproc.server.ordering import Sequencer, Ticket
+from memproc.server.session import Session
+from memproc.wire.outbound import PROGRESS, ClientReply
+
+if TYPE_CHECKING:
+    from memproc.wire.messages import ProgressParams
 
 log = logging.getLogger("memproc.service")
 
@@ -84,6 +90,19 @@ class Job:
             return self.token.cancel()
 
 
+class ProgressLines:
+    """A ProgressSink that writes each report to the client as a `notifications/progress` line
+    (the runtime, below the server, knows only the sink)."""
+
+    __slots__ = ("_write",)
+
+    def __init__(self, write: Callable[[bytes | None], None]) -> None:
+        self._write = write
+
+    def progress(self, params: ProgressParams) -> None:
+        self._write(dispatch.notification_line(PROGRESS, msgspec.to_builtins(params)))
+
+
 class Service:
     def __init__(self, runtime: Runtime, in_fd: int, out_fd: int) -> None:
         self.runtime = runtime
@@ -111,13 +130,8 @@ class Service:
         # must then end the process without tearing the interpreter down under them).
         self.left_running = False
         self._accepting = True
-        self.session = Session(send=self._write, schedule=self._continue)
+        self.session = Session(send=self._write, schedule=self._continue, cancel=self.cancel)
         self._ctx = OpContext(runtime=runtime, session=self.session)
-        runtime.cancel_request = self.cancel
-        runtime.notify = lambda method, params: self._write(
-            dispatch.notification_line(method, params)
-        )
-        runtime.method_catalog = method_catalog
         self._workers = [
             threading.Thread(target=self._work, name=f"memproc-worker-{i}", daemon=True)
             for i in range(self.config.workers)
@@ -125,11 +139,12 @@ class Service:
 
     # -- main thread ---------------------------------------------------------------------
 
-    def run(self, on_serving: Callable[[], object] | None = None) -> int:
+    def run(self, on_serving: Callable[[ProgressSink], object] | None = None) -> int:
         """Serve until stdin closes (drain, answer all, exit 0) or SIGTERM (same, by a deadline).
 
         `on_serving` runs once the reader is up: background work started there (model loading
         imports onnxruntime and numpy) then competes with the first requests, not with start-up.
+        It is given where that work's progress goes: `notifications/progress` on this stream.
         """
         previous_wakeup_fd = self._catch_signals()
         for worker in self._workers:
@@ -137,7 +152,7 @@ class Service:
         threading.Thread(target=self._read, name="memproc-reader", daemon=True).start()
         threading.Thread(target=self._watch_stdout, name="memproc-stdout", daemon=True).start()
         if on_serving is not None:
-            on_serving()
+            on_serving(ProgressLines(self._write))
         try:
             while True:
                 self._take_wakeups()
@@ -323,7 +338,7 @@ class Service:
         with self._lock:
             return _id_key(incoming.id) in self._inflight
 
-    def _continue(self, scope: str, then: Callable[..., None], reply: ClientReply) -> None:
+    def _continue(self, scope: str, then: Continuation, reply: ClientReply) -> None:
         """Run a server-to-client call's continuation `then(ctx, reply)` as a write on its
         scope, ordered like a request the client sent now. It is owed work, so the queue
         bound does not refuse it."""
