@@ -47,9 +47,9 @@ import ortfloor
 from memproc.config import Config
 from memproc.models.embedder import Embedder
 from memproc.models.pull import pull
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.indexing import VectorIndex
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime

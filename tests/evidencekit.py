@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from memproc.clock import format_ms, now_ms
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import memory as memory_ops
 from memproc.store import memories as memory_sql
 from memproc.wire.evidence_messages import (
     Evidence,

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.dense_cache import DenseCache
 from memproc.runtime import Runtime
 from memproc.store import maintenance

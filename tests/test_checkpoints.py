@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import checkpoint as checkpoint_ops
+from memproc.ops import checkpoints as checkpoint_ops
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.wire.checkpoint_messages import (

@@ -16,8 +16,8 @@ import pytest
 from evidencekit import DAY_MS, HOUR_MS, ago, get, put, put_params, remember, set_status
 from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import cursors
-from memproc.ops import evidence as evidence_ops
 from memproc.ops.context import OpContext
+from memproc.ops.evidence import evidence as evidence_ops
 from memproc.runtime import Runtime
 from memproc.store import Store, citations
 from memproc.store.connection import ConnectionSettings, open_connection

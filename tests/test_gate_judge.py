@@ -17,8 +17,10 @@ import msgspec
 import pytest
 
 from memproc import gate
-from memproc.ops import procedure_judge, procedure_review, procedures
 from memproc.ops.context import OpContext
+from memproc.ops.procedures import judging as procedure_judge
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
 from memproc.runtime import Runtime
 from memproc.server.session import Session
 from memproc.wire import procedure_messages as pm

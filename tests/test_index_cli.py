@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memproc.config import Config
-from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
 from memproc.wire.messages import RememberBatchParams, RememberItem
 

@@ -99,7 +99,7 @@ def test_the_package_has_the_layers_the_rules_talk_about() -> None:
     names = modules()
     for expected in (
         "memproc.store.database",
-        "memproc.ops.memory",
+        "memproc.ops.memories.memory",
         "memproc.wire.messages",
         "memproc.server.dispatch",
         "memproc.retrieval.pipeline",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memproc.ops import lifecycle, revisions
+from memproc.ops.memories import lifecycle, revisions
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
 from memproc.wire.messages import (

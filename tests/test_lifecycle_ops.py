@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import lifecycle, revisions
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import lifecycle, revisions
+from memproc.ops.memories import memory as memory_ops
 from memproc.store import citations
 from memproc.wire.messages import (
     ChallengeParams,

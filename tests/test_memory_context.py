@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from memproc.errors import InvalidParams
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
 from memproc.store import Store
 from memproc.store import memories as memory_sql

@@ -14,9 +14,9 @@ import pytest
 
 from memproc.cancel import CancelToken
 from memproc.errors import Cancelled, InvalidParams, NotFound, PermissionDenied
-from memproc.ops import memory as ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as ops
 from memproc.ops.validation import MAX_METADATA_DEPTH, depth
 from memproc.runtime import Runtime
 from memproc.wire.messages import (

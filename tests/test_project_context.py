@@ -11,11 +11,13 @@ import msgspec
 import pytest
 
 from evidencekit import DAY_MS, ago, file_bytes, file_ref, put, remember, set_status
-from memproc.ops import checkpoint as checkpoint_ops
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import memory as memory_ops
-from memproc.ops import procedure_review, procedures, project_context
+from memproc.ops import checkpoints as checkpoint_ops
+from memproc.ops import project_context
 from memproc.ops.context import OpContext
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
 from memproc.runtime import Runtime
 from memproc.wire import procedure_messages as pm
 from memproc.wire.checkpoint_messages import (

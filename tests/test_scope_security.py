@@ -26,12 +26,15 @@ from hypothesis import strategies as st
 
 from memproc.config import Config
 from memproc.errors import InvalidParams, MemprocError, PermissionDenied
-from memproc.ops import checkpoint as checkpoint_ops
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import lifecycle, procedure_search, procedures, project_context, revisions
-from memproc.ops import memory as memory_ops
+from memproc.ops import checkpoints as checkpoint_ops
+from memproc.ops import project_context
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import lifecycle, revisions
+from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import search as procedure_search
 from memproc.runtime import Runtime
 from memproc.store import citations
 from memproc.wire import checkpoint_messages as cm

@@ -14,7 +14,7 @@ import pytest
 
 from memproc.errors import NotFound, NotReady
 from memproc.models import embedder as embedder_module
-from memproc.ops import memory as memory_ops
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memproc.ops import embedding
-from memproc.ops import memory as memory_ops
+from memproc.ops.memories import embedding
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval import indexing
 from memproc.retrieval.chunking import chunk_text
 from memproc.runtime import Runtime

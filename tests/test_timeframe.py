@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memproc.config import Config
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.query import lexical_match
 from memproc.retrieval.timeframe import find_timeframe
 from memproc.runtime import Runtime

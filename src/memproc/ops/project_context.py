@@ -16,10 +16,10 @@ import apsw
 import msgspec
 
 from memproc.clock import format_ms, now_ms
-from memproc.ops.checkpoint import checkpoint_view
+from memproc.ops.checkpoints import checkpoint_view
 from memproc.ops.context import OpContext
-from memproc.ops.evidence_state import Judge
-from memproc.ops.procedure_views import version_view
+from memproc.ops.evidence.state import Judge
+from memproc.ops.procedures.views import version_view
 from memproc.store import checkpoints as checkpoint_sql
 from memproc.store import evidence as evidence_sql
 from memproc.store import procedures as procedure_sql

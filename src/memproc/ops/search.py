@@ -12,7 +12,7 @@ from typing import Any
 
 from memproc.errors import NotReady
 from memproc.ops.context import OpContext
-from memproc.ops.mapping import hit_view
+from memproc.ops.memories.views import hit_view
 from memproc.ops.validation import normalize_time
 from memproc.retrieval import pipeline
 from memproc.retrieval.boosts import BoostWeights, parse_time

@@ -12,15 +12,15 @@ from typing import Literal
 
 from memproc.errors import Conflict, NotFound
 from memproc.ops import cursors
-from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
-from memproc.ops.procedure_views import version_view
-from memproc.ops.procedures import (
+from memproc.ops.procedures import gating as pg
+from memproc.ops.procedures.procedures import (
     BODY_FIELDS,
     Revision,
     apply_revision,
     body_of,
 )
+from memproc.ops.procedures.views import version_view
 from memproc.store import procedure_log as log_sql
 from memproc.store import procedures as procedure_sql
 from memproc.wire.procedure_messages import (

@@ -23,9 +23,9 @@ from typing import get_args
 import apsw
 
 from memproc.errors import InvalidParams
-from memproc.ops.evidence_payload import Payload, intact
-from memproc.ops.evidence_refs import EvidenceRef, FileRef, MemoryRef, Ref, parse_ref
-from memproc.ops.project_files import check_file
+from memproc.ops.evidence.files import check_file
+from memproc.ops.evidence.payload import Payload, intact
+from memproc.ops.evidence.refs import EvidenceRef, FileRef, MemoryRef, Ref, parse_ref
 from memproc.store import evidence as evidence_sql
 from memproc.store.evidence import EvidenceRow
 from memproc.wire.evidence_messages import EvidenceReason, EvidenceState, RefProblem

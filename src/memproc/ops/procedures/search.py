@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from memproc.ops.context import OpContext
-from memproc.ops.procedure_views import version_view
+from memproc.ops.procedures.views import version_view
 from memproc.retrieval.fusion import reciprocal_rank_fusion
 from memproc.retrieval.query import lexical_match
 from memproc.store import procedures as procedure_sql
@@ -72,7 +72,7 @@ def _dense(
         return []
     import numpy as np
 
-    from memproc.ops.procedures import search_text
+    from memproc.ops.procedures.procedures import search_text
 
     missing = [r for r in current if r.seq not in stored]
     if missing:

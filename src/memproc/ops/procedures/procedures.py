@@ -15,11 +15,12 @@ import msgspec
 
 from memproc import gate
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import citing, cursors
-from memproc.ops import procedure_gate as pg
-from memproc.ops import procedure_judge as judging
+from memproc.ops import cursors
 from memproc.ops.context import OpContext
-from memproc.ops.procedure_views import finding_views, version_view
+from memproc.ops.memories import citing
+from memproc.ops.procedures import gating as pg
+from memproc.ops.procedures import judging
+from memproc.ops.procedures.views import finding_views, version_view
 from memproc.store import procedure_log as log_sql
 from memproc.store import procedures as procedure_sql
 from memproc.wire.procedure_messages import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memproc.ops import citing, embedding
 from memproc.ops.context import OpContext
-from memproc.ops.mapping import source_dict
+from memproc.ops.memories import citing, embedding
+from memproc.ops.memories.views import source_dict
 from memproc.ops.validation import check_content, check_metadata, normalize_time
 from memproc.retrieval.indexing import VectorIndex
 from memproc.store import NewMemory, citations

@@ -13,7 +13,7 @@ import apsw
 
 from memproc.errors import InvalidParams
 from memproc.lifecycle import HIDDEN
-from memproc.ops.mapping import memory_view
+from memproc.ops.memories.views import memory_view
 from memproc.store import MemoryRecord, citations
 from memproc.store import memories as memory_sql
 from memproc.store.annotations import MEMORY_REF, annotate, memory_ref

@@ -26,10 +26,10 @@ import apsw
 import msgspec
 
 from memproc import gate
-from memproc.ops import judge_prompt
-from memproc.ops import procedure_gate as pg
 from memproc.ops.context import OpContext
-from memproc.ops.procedure_views import finding_views
+from memproc.ops.procedures import gating as pg
+from memproc.ops.procedures import judge_prompt
+from memproc.ops.procedures.views import finding_views
 from memproc.store import procedure_log as log_sql
 from memproc.store import procedures as procedure_sql
 from memproc.wire.outbound import JUDGE, SETTLED, ClientReply

@@ -23,9 +23,9 @@ from memproc.lifecycle import (
     is_repeat,
     next_state,
 )
-from memproc.ops import citing, creation, embedding
 from memproc.ops.context import OpContext
-from memproc.ops.mapping import source_dict
+from memproc.ops.memories import citing, creation, embedding
+from memproc.ops.memories.views import source_dict
 from memproc.ops.validation import check_content
 from memproc.store import MemoryRecord, NewMemory, erasure, events
 from memproc.store import memories as memory_sql

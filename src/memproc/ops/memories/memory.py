@@ -1,13 +1,14 @@
 """`memory.*` writes and reads: remember (one or a batch), get, list, feedback.
 
 The lifecycle (edit, history, challenge, resolve, supersede, invalidate, forget, purge) lives
-in `ops.lifecycle` and `ops.revisions`; citations between memories in `ops.citing`.
+in `lifecycle.py` and `revisions.py` beside it; citations between memories in `citing.py`.
 """
 
 from __future__ import annotations
 
-from memproc.ops import citing, creation, cursors, lifecycle
+from memproc.ops import cursors
 from memproc.ops.context import OpContext
+from memproc.ops.memories import citing, creation, lifecycle
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.wire.messages import (
@@ -67,7 +68,7 @@ def list_memories(ctx: OpContext, params: ListParams) -> ListResult:
 
 
 def forget(ctx: OpContext, params: ForgetParams) -> ForgetResult:
-    """Hide a memory everywhere; a state change like the others, so it lives in ops.lifecycle."""
+    """Hide a memory everywhere; a state change like the others, so it lives in lifecycle.py."""
     return lifecycle.forget(ctx, params)
 
 

@@ -9,10 +9,10 @@ replaces them.
 from __future__ import annotations
 
 from memproc.lifecycle import next_state
-from memproc.ops import citing, embedding
 from memproc.ops.context import OpContext
-from memproc.ops.lifecycle import find, find_visible
-from memproc.ops.mapping import change_view, revision_view, source_dict
+from memproc.ops.memories import citing, embedding
+from memproc.ops.memories.lifecycle import find, find_visible
+from memproc.ops.memories.views import change_view, revision_view, source_dict
 from memproc.ops.validation import check_content
 from memproc.store import citations, events, revisions
 from memproc.store import memories as memory_sql

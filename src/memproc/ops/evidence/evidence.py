@@ -2,7 +2,7 @@
 
 A put is checked completely before the write begins; inside the write the only question is
 whether the id is new, a replay of the same bytes, or a conflict. Reads compute the state in
-the same snapshot as the records (see evidence_state.py for the rules).
+the same snapshot as the records (see state.py for the rules).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from memproc.clock import format_ms, now_ms
 from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import cursors
 from memproc.ops.context import OpContext
-from memproc.ops.evidence_payload import Payload, canonical, check_observation, sha256_hex
-from memproc.ops.evidence_refs import EvidenceRef, Ref, parse_ref, record_refs
-from memproc.ops.evidence_state import Judge, Verdict
+from memproc.ops.evidence.payload import Payload, canonical, check_observation, sha256_hex
+from memproc.ops.evidence.refs import EvidenceRef, Ref, parse_ref, record_refs
+from memproc.ops.evidence.state import Judge, Verdict
 from memproc.retrieval.boosts import parse_time
 from memproc.store import citations
 from memproc.store import evidence as evidence_sql
