@@ -1,4 +1,4 @@
-"""JSON Schema files generated from the protocol types: `schemas/` is never edited by hand.
+"""JSON Schema files generated from the wire types: `schemas/` is never edited by hand.
 
 Per method, `<method>.params.json` and `<method>.result.json`; per message the server sends
 unasked, `to_client.<name>.params.json` (and `.result.json` for a request); plus

@@ -1,4 +1,4 @@
-"""Store records -> protocol types (the store knows nothing of the protocol)."""
+"""Store records -> wire types (the store knows nothing of the wire)."""
 
 from __future__ import annotations
 

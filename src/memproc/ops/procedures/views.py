@@ -1,4 +1,4 @@
-"""Stored procedure versions and gate findings -> protocol types."""
+"""Stored procedure versions and gate findings -> wire types."""
 
 from __future__ import annotations
 
