@@ -52,8 +52,8 @@ import numpy as np
 import common
 from memproc.config import Config
 from memproc.models.manifest import ModelManifest
-from memproc.ops import creation, embedding
 from memproc.ops import search as search_ops
+from memproc.ops.memories import creation, embedding
 from memproc.retrieval import dense_cache, pipeline
 from memproc.retrieval.indexing import VectorIndex, embedder_fingerprint
 from memproc.retrieval.query import lexical_match

@@ -33,10 +33,10 @@ from memproc.config import Config
 from memproc.models.embedder import Embedder
 from memproc.models.pull import pull
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import SearchResult
-from memproc.protocol.methods import METHOD_TABLE
 from memproc.runtime import Runtime
+from memproc.server.methods import METHOD_TABLE
 from memproc.store.quoting import fts_match_any
+from memproc.wire.messages import SearchResult
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODELS_DIR = os.path.join(REPO, ".cache", "models")

@@ -47,15 +47,9 @@ import ortfloor
 from memproc.config import Config
 from memproc.models.embedder import Embedder
 from memproc.models.pull import pull
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import (
-    RememberBatchParams,
-    RememberItem,
-    RememberParams,
-    SearchParams,
-)
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.indexing import VectorIndex
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
@@ -64,6 +58,12 @@ from memproc.store import vectors as vector_sql
 from memproc.store.connection import sqlite_vec_path
 from memproc.store.records import NewMemory
 from memproc.store.vectors import PendingMemory
+from memproc.wire.messages import (
+    RememberBatchParams,
+    RememberItem,
+    RememberParams,
+    SearchParams,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "minilm-l6-int8"

@@ -7,17 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from memproc.clock import format_ms, now_ms
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.evidence_messages import (
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import memory as memory_ops
+from memproc.store import memories as memory_sql
+from memproc.wire.evidence_messages import (
     Evidence,
     EvidenceGetParams,
     EvidencePutParams,
     Provenance,
 )
-from memproc.protocol.messages import RememberParams
-from memproc.store import memories as memory_sql
+from memproc.wire.messages import RememberParams
 
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS

@@ -8,8 +8,8 @@ import json
 import sys
 from typing import Any
 
-from memproc.protocol import framing
 from memproc.runtime import Runtime
+from memproc.server import framing
 
 _write = framing.LineWriter.write
 _recorded: list[bool] = []
@@ -24,7 +24,7 @@ def write_and_record(self: Any, line: bytes) -> bool:
 
 
 framing.LineWriter.write = write_and_record  # type: ignore[method-assign]
-Runtime.start = lambda self: None  # type: ignore[method-assign]
+Runtime.start = lambda self, progress=None: None  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     from memproc.cli import main

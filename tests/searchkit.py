@@ -14,20 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import (
+from memproc.ops.memories import memory as memory_ops
+from memproc.retrieval.dense_cache import DenseCache
+from memproc.runtime import Runtime
+from memproc.store import maintenance
+from memproc.store.vectors import EmbedderRow
+from memproc.wire.messages import (
     RememberBatchParams,
     RememberItem,
     RememberParams,
     SearchParams,
     SearchResult,
 )
-from memproc.retrieval.dense_cache import DenseCache
-from memproc.runtime import Runtime
-from memproc.store import maintenance
-from memproc.store.vectors import EmbedderRow
 
 EMBEDDER = "minilm-l6-int8"
 BACKGROUND_THREADS = ("memproc-dense", "memproc-backfill", "memproc-models")

@@ -20,7 +20,7 @@ from typing import Any
 from memproc.config import Config
 from memproc.logs import configure_logging
 from memproc.runtime import Runtime
-from memproc.service import Service
+from memproc.server.service import Service
 
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
@@ -53,7 +53,7 @@ def main() -> int:
     out_read, out_write = os.pipe()
     service = Service(runtime, in_fd=in_read, out_fd=out_write)
 
-    def signal_while_holding_every_lock() -> None:
+    def signal_while_holding_every_lock(progress: object) -> None:
         held = locks_of(service)
         assert held, "no locks found: the probe would prove nothing"
         with ExitStack() as stack:

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import checkpoint as checkpoint_ops
+from memproc.ops import checkpoints as checkpoint_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.checkpoint_messages import (
+from memproc.runtime import Runtime
+from memproc.wire.checkpoint_messages import (
     Checkpoint,
     CheckpointClearParams,
     CheckpointGetParams,
     CheckpointListParams,
     CheckpointSaveParams,
 )
-from memproc.runtime import Runtime
 
 
 def save(ctx: OpContext, summary: str, task: str = "t", scope: str = "s", **extra: Any) -> int:

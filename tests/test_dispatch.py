@@ -9,9 +9,9 @@ import pytest
 
 from memproc.errors import Conflict
 from memproc.ops.context import OpContext
-from memproc.protocol import dispatch
-from memproc.protocol import messages as m
-from memproc.protocol.methods import METHOD_TABLE, Method
+from memproc.server import dispatch
+from memproc.server.methods import METHOD_TABLE, Method
+from memproc.wire import messages as m
 
 
 def respond(line: bytes, ctx: OpContext) -> dict[str, Any] | None:

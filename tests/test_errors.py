@@ -10,7 +10,7 @@ import pytest
 
 from memproc import errors
 from memproc.errors import ErrorCode, MemprocError, error_classes
-from memproc.protocol.errors import to_error_object
+from memproc.server.errors import to_error_object
 from memproc.store.errors import APSW_ERROR_MAP, map_apsw_error, storage_errors
 
 # The table: name -> (code, retryable). storage_unavailable is memproc's own addition.

@@ -16,13 +16,13 @@ import pytest
 from evidencekit import DAY_MS, HOUR_MS, ago, get, put, put_params, remember, set_status
 from memproc.errors import Conflict, InvalidParams, NotFound, PermissionDenied
 from memproc.ops import cursors
-from memproc.ops import evidence as evidence_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.evidence_messages import ELIGIBILITY_NOTE, EvidenceListParams, Provenance
+from memproc.ops.evidence import evidence as evidence_ops
 from memproc.runtime import Runtime
 from memproc.store import Store, citations
 from memproc.store.connection import ConnectionSettings, open_connection
 from memproc.store.migrations import LATEST_VERSION, MIGRATIONS
+from memproc.wire.evidence_messages import ELIGIBILITY_NOTE, EvidenceListParams, Provenance
 
 
 def stored(ctx: OpContext, evidence_id: str = "e1") -> tuple[str, str]:

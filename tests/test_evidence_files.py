@@ -11,7 +11,7 @@ import pytest
 from evidencekit import file_ref, get, put
 from memproc.errors import PermissionDenied
 from memproc.ops.context import OpContext
-from memproc.ops.project_files import check_file
+from memproc.ops.evidence.files import check_file
 from memproc.runtime import Runtime
 
 

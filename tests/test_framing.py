@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memproc.protocol.framing import CHUNK_BYTES, LineWriter, Oversized, read_frames
+from memproc.server.framing import CHUNK_BYTES, LineWriter, Oversized, read_frames
 
 MAX = 16  # a small cap so that generated streams often cross it
 OVERSIZED = "<oversized>"

@@ -1,9 +1,9 @@
 """Undecided pairs in `procedure.evolve`: asking the client's judge, what its answers decide, and
 the policy without one.
 
-The session here is the real `memproc.session.Session`; only its two ends are test doubles: the
-line it sends is kept instead of written to a pipe, and a continuation runs at once instead of
-being queued behind the scope's other requests (the transport's part, tested in
+The session here is the real `memproc.server.session.Session`; only its two ends are test
+doubles: the line it sends is kept instead of written to a pipe, and a continuation runs at once
+instead of being queued behind the scope's other requests (the transport's part, tested in
 tests/contract/test_contract_judge.py). The gate is a stub that leaves the one dependent
 undecided, so each test exercises the settling alone.
 """
@@ -17,11 +17,14 @@ import msgspec
 import pytest
 
 from memproc import gate
-from memproc.ops import procedure_judge, procedure_review, procedures
 from memproc.ops.context import OpContext
-from memproc.protocol import procedure_messages as pm
+from memproc.ops.procedures import judging as procedure_judge
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
 from memproc.runtime import Runtime
-from memproc.session import ClientReply, Session
+from memproc.server.session import Session
+from memproc.wire import procedure_messages as pm
+from memproc.wire.outbound import ClientReply
 
 SCOPE = "proj"
 WORLD = "libvips 8 on an old distribution"

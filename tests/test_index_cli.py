@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from memproc.config import Config
-from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import RememberBatchParams, RememberItem
+from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
+from memproc.wire.messages import RememberBatchParams, RememberItem
 
 
 def index_command(action: str, db: Path, models_dir: Path) -> tuple[int, dict[str, object]]:

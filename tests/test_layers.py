@@ -76,50 +76,103 @@ def violations(layer: str, forbidden: tuple[str, ...]) -> list[str]:
 
 def test_the_import_parser_sees_every_form() -> None:
     source = (
-        "import memproc.protocol.framing\n"
-        "import memproc.service as svc\n"
-        "from memproc.protocol import dispatch\n"
-        "from ..protocol.methods import METHODS\n"
+        "import memproc.server.framing\n"
+        "import memproc.server.service as svc\n"
+        "from memproc.server import dispatch\n"
+        "from ..server.methods import METHODS\n"
         "from . import sibling\n"
         "def f():\n"
-        "    from memproc.ops import memory\n"
+        "    from memproc.ops.memories import memory\n"
     )
     found = imported_modules(source, "memproc.store.database", is_package=False)
     assert {
-        "memproc.protocol.framing",
-        "memproc.service",
-        "memproc.protocol.dispatch",
-        "memproc.protocol.methods",
+        "memproc.server.framing",
+        "memproc.server.service",
+        "memproc.server.dispatch",
+        "memproc.server.methods",
         "memproc.store.sibling",
-        "memproc.ops.memory",
+        "memproc.ops.memories.memory",
     } <= found
 
 
 def test_the_package_has_the_layers_the_rules_talk_about() -> None:
     names = modules()
-    for expected in ("memproc.store.database", "memproc.ops.memory", "memproc.protocol.messages"):
+    for expected in (
+        "memproc.store.database",
+        "memproc.ops.memories.memory",
+        "memproc.wire.messages",
+        "memproc.server.dispatch",
+        "memproc.retrieval.pipeline",
+    ):
         assert expected in names
-    assert "memproc.service" in imports_of("memproc.cli")  # the parser finds real imports
+    assert "memproc.server.service" in imports_of("memproc.cli")  # the parser finds real imports
 
 
-# -- the rules -------------------------------------------------------------------------------
+# -- the rules: each folder imports only what lies below it ----------------------------------------
 
 
-def test_store_knows_nothing_of_protocol_ops_or_service() -> None:
-    forbidden = ("memproc.protocol", "memproc.ops", "memproc.service", "memproc.runtime")
+def test_wire_imports_nothing_else_of_memproc() -> None:
+    """The wire types are the contract: a client, or any layer, can import them alone."""
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if in_layer(name, "memproc.wire")
+        for target in sorted(imports_of(name))
+        if in_layer(target, "memproc") and not in_layer(target, "memproc.wire")
+    ]
+    assert found == []
+
+
+def test_nothing_below_the_server_imports_it() -> None:
+    """The server sits on top: only the entry points (`memproc serve`, `memproc schema`) start it.
+    State the transport needs reaches the layers below as objects it passes down."""
+    entry_points = {"memproc.cli", "memproc.__main__"}
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if not in_layer(name, "memproc.server") and name not in entry_points
+        for target in sorted(imports_of(name))
+        if in_layer(target, "memproc.server")
+    ]
+    assert found == []
+
+
+def test_ops_never_import_the_server() -> None:
+    assert violations("memproc.ops", ("memproc.server", "memproc.cli")) == []
+
+
+def test_ops_never_name_request_ids() -> None:
+    """Ops know params and results, never the envelope: ids and responses belong to dispatch."""
+    assert violations("memproc.ops", ("memproc.wire.envelope", "memproc.wire.requests")) == []
+
+
+def test_retrieval_imports_neither_ops_nor_wire() -> None:
+    """Retrieval works on store rows and vectors; turning them into results is the ops' job."""
+    forbidden = ("memproc.ops", "memproc.wire", "memproc.server", "memproc.runtime")
+    assert violations("memproc.retrieval", forbidden) == []
+
+
+def test_store_knows_nothing_of_wire_ops_or_server() -> None:
+    forbidden = (
+        "memproc.wire",
+        "memproc.server",
+        "memproc.ops",
+        "memproc.retrieval",
+        "memproc.runtime",
+    )
     assert violations("memproc.store", forbidden) == []
 
 
-def test_gate_imports_neither_store_nor_protocol() -> None:
-    """The gate is pure: no store, no protocol, no ops, no models, no I/O modules."""
+def test_gate_imports_neither_store_nor_wire() -> None:
+    """The gate is pure: no store, no wire, no ops, no models, no I/O modules."""
     forbidden = (
         "memproc.store",
-        "memproc.protocol",
+        "memproc.wire",
+        "memproc.server",
         "memproc.ops",
         "memproc.models",
         "memproc.retrieval",
         "memproc.runtime",
-        "memproc.service",
         "apsw",
         "os",
         "subprocess",
@@ -134,42 +187,26 @@ def test_gate_imports_neither_store_nor_protocol() -> None:
             }, name
 
 
-def test_ops_never_import_transport_dispatch_or_the_method_table() -> None:
-    forbidden = (
-        "memproc.protocol.dispatch",
-        "memproc.protocol.framing",
-        "memproc.protocol.methods",
-        "memproc.protocol.envelope",
-        "memproc.protocol.schema",
-        "memproc.service",
-        "memproc.cli",
-    )
-    assert violations("memproc.ops", forbidden) == []
-
-
 def test_messages_are_pure_types() -> None:
-    assert [t for t in imports_of("memproc.protocol.messages") if in_layer(t, "memproc")] == []
+    assert [t for t in imports_of("memproc.wire.messages") if in_layer(t, "memproc")] == []
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in modules() if n.startswith("memproc.protocol.") and n.endswith("_messages")]
+    "name", [n for n in modules() if n.startswith("memproc.wire.") and n.endswith("_messages")]
 )
 def test_family_message_modules_import_only_other_message_modules(name: str) -> None:
     parts = [t.split(".") for t in imports_of(name) if in_layer(t, "memproc")]
-    assert parts and all(
-        p[:2] == ["memproc", "protocol"] and p[2].endswith("messages") for p in parts
-    )
+    assert parts and all(p[:2] == ["memproc", "wire"] and p[2].endswith("messages") for p in parts)
 
 
-def test_nothing_outside_protocol_imports_dispatch_internals_except_the_service() -> None:
-    allowed = {"memproc.service", "memproc.cli"}
+def test_nothing_outside_the_server_touches_dispatch_or_framing() -> None:
+    """Not even the entry points: they start the service, which alone reads and writes lines."""
     found = [
         f"{name} imports {target}"
         for name in modules()
-        if not in_layer(name, "memproc.protocol") and name not in allowed
+        if not in_layer(name, "memproc.server")
         for target in imports_of(name)
-        if in_layer(target, "memproc.protocol.dispatch")
-        or in_layer(target, "memproc.protocol.framing")
+        if in_layer(target, "memproc.server.dispatch") or in_layer(target, "memproc.server.framing")
     ]
     assert found == []
 
@@ -235,7 +272,7 @@ def test_starting_the_service_imports_no_numerical_or_model_library() -> None:
     import sys
 
     probe = (
-        "import sys, memproc.cli, memproc.service, memproc.protocol.methods, memproc.runtime; "
+        "import sys, memproc.cli, memproc.server.service, memproc.server.methods, memproc.runtime; "
         "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers') if m in sys.modules))"
     )
     completed = subprocess.run(
@@ -261,20 +298,21 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.models.manifest",
     "memproc.ops",
     "memproc.ops.context",
-    "memproc.ops.system",
-    "memproc.ordering",
-    "memproc.protocol",
-    "memproc.protocol.dispatch",
-    "memproc.protocol.envelope",
-    "memproc.protocol.errors",
-    "memproc.protocol.framing",
-    "memproc.protocol.messages",
-    "memproc.protocol.methods",
-    "memproc.protocol.outbound",
     "memproc.runtime",
     "memproc.scopes",
-    "memproc.service",
-    "memproc.session",
+    "memproc.server",
+    "memproc.server.dispatch",
+    "memproc.server.errors",
+    "memproc.server.framing",
+    "memproc.server.methods",
+    "memproc.server.ordering",
+    "memproc.server.service",
+    "memproc.server.session",
+    "memproc.server.session_methods",
+    "memproc.wire",
+    "memproc.wire.envelope",
+    "memproc.wire.messages",
+    "memproc.wire.outbound",
 }
 NEVER_BEFORE_FIRST_RESPONSE = ("numpy", "onnxruntime", "tokenizers", "apsw", "sqlite_vec")
 

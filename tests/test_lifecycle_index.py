@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from memproc.ops import lifecycle, revisions
-from memproc.protocol.messages import (
+from memproc.ops.memories import lifecycle, revisions
+from memproc.runtime import Runtime
+from memproc.store import memories as memory_sql
+from memproc.wire.messages import (
     EditParams,
     InvalidateParams,
     PurgeParams,
     SupersedeParams,
 )
-from memproc.runtime import Runtime
-from memproc.store import memories as memory_sql
 from searchkit import (
     CORPUS,
     PARAPHRASE,

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, NotFound
-from memproc.ops import lifecycle, revisions
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import (
+from memproc.ops.memories import lifecycle, revisions
+from memproc.ops.memories import memory as memory_ops
+from memproc.store import citations
+from memproc.wire.messages import (
     ChallengeParams,
     EditParams,
     ForgetParams,
@@ -30,7 +31,6 @@ from memproc.protocol.messages import (
     Source,
     SupersedeParams,
 )
-from memproc.store import citations
 
 SCOPE = "proj"
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from memproc.errors import InvalidParams
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import GetParams, RememberParams, SearchParams
+from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
 from memproc.store import Store
 from memproc.store import memories as memory_sql
 from memproc.store.connection import ConnectionSettings, open_connection
 from memproc.store.migrations import MIGRATIONS
+from memproc.wire.messages import GetParams, RememberParams, SearchParams
 
 REPLY = "Yes! It was the best weekend of the year."
 CONTEXT = "Melanie: Did you go to the pottery workshop in Portland?"

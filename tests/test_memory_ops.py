@@ -14,11 +14,12 @@ import pytest
 
 from memproc.cancel import CancelToken
 from memproc.errors import Cancelled, InvalidParams, NotFound, PermissionDenied
-from memproc.ops import memory as ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as ops
 from memproc.ops.validation import MAX_METADATA_DEPTH, depth
-from memproc.protocol.messages import (
+from memproc.runtime import Runtime
+from memproc.wire.messages import (
     ForgetParams,
     GetParams,
     ListParams,
@@ -26,7 +27,6 @@ from memproc.protocol.messages import (
     SearchParams,
     Source,
 )
-from memproc.runtime import Runtime
 
 RFC3339_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

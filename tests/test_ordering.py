@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memproc.ordering import Sequencer, Ticket
+from memproc.server.ordering import Sequencer, Ticket
 
 
 def ready(ticket: Ticket) -> bool:

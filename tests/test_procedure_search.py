@@ -7,10 +7,11 @@ from typing import Any
 
 import msgspec
 
-from memproc.ops import procedure_search, procedures
 from memproc.ops.context import OpContext
-from memproc.protocol import procedure_messages as pm
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import search as procedure_search
 from memproc.runtime import Runtime
+from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 

@@ -10,13 +10,15 @@ import msgspec
 import pytest
 
 from memproc.errors import Conflict, InvalidParams, MemprocError, NotFound
-from memproc.ops import lifecycle, procedure_review, procedures
-from memproc.ops import memory as memory_ops
 from memproc.ops.context import OpContext
-from memproc.protocol import messages as m
-from memproc.protocol import procedure_messages as pm
+from memproc.ops.memories import lifecycle
+from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
 from memproc.store import citations
 from memproc.store import procedures as procedure_sql
+from memproc.wire import messages as m
+from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 
@@ -289,7 +291,7 @@ def test_current_procedures_serves_current_versions_only(
 def test_a_scope_alias_links_a_dependent_the_gate_could_not_see(ctx: OpContext) -> None:
     """An alias the harness files makes a dependent a candidate and shares its entity; in
     another scope the alias means nothing."""
-    from memproc.ops import entities
+    from memproc.ops.procedures import entities
 
     def scene(scope: str) -> pm.EvolveProcedureResult:
         def make(name: str, entity: str, step: str) -> str:

@@ -11,30 +11,32 @@ import msgspec
 import pytest
 
 from evidencekit import DAY_MS, ago, file_bytes, file_ref, put, remember, set_status
-from memproc.ops import checkpoint as checkpoint_ops
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import memory as memory_ops
-from memproc.ops import procedure_review, procedures, project_context
+from memproc.ops import checkpoints as checkpoint_ops
+from memproc.ops import project_context
 from memproc.ops.context import OpContext
-from memproc.protocol import procedure_messages as pm
-from memproc.protocol.checkpoint_messages import (
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
+from memproc.runtime import Runtime
+from memproc.wire import procedure_messages as pm
+from memproc.wire.checkpoint_messages import (
     CheckpointGetParams,
     CheckpointListParams,
     CheckpointSaveParams,
 )
-from memproc.protocol.context_messages import (
+from memproc.wire.context_messages import (
     BOUNDARY_STATEMENT,
     ContextGetParams,
     ContextGetResult,
     ContextSection,
 )
-from memproc.protocol.evidence_messages import (
+from memproc.wire.evidence_messages import (
     ELIGIBILITY_NOTE,
     EvidenceGetParams,
     EvidenceListParams,
 )
-from memproc.protocol.messages import GetParams, ListParams, RememberParams
-from memproc.runtime import Runtime
+from memproc.wire.messages import GetParams, ListParams, RememberParams
 
 SECTION_NAMES = [
     "checkpoints",

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from memproc.config import Config
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import RememberBatchParams, RememberItem, SearchParams
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.dense_cache import DenseCache
 from memproc.runtime import Runtime
+from memproc.wire.messages import RememberBatchParams, RememberItem, SearchParams
 
 
 def test_close_waits_for_the_dense_copy_load(

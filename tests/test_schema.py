@@ -10,12 +10,17 @@ import msgspec
 import pytest
 
 from memproc.ops.context import OpContext
-from memproc.protocol import dispatch
-from memproc.protocol import messages as m
-from memproc.protocol.methods import METHOD_TABLE, METHODS, method_catalog
-from memproc.protocol.outbound import SERVER_MESSAGES
-from memproc.protocol.requests import REQUEST_TYPES, AnyRequest
-from memproc.protocol.schema import diff_schemas, generate_schemas, write_schemas
+from memproc.server import dispatch
+from memproc.server.methods import METHOD_TABLE, METHODS, method_catalog
+from memproc.server.schema import (
+    REQUEST_TYPES,
+    AnyRequest,
+    diff_schemas,
+    generate_schemas,
+    write_schemas,
+)
+from memproc.wire import messages as m
+from memproc.wire.outbound import SERVER_MESSAGES
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -192,7 +197,7 @@ def test_server_info_catalog_lists_every_method_with_its_params_schema() -> None
 def test_what_the_server_sends_unasked_is_typed_and_advertised(ctx: OpContext) -> None:
     """Every server-to-client request and notification has a type (and so a schema), and
     `initialize` lists them, so a client knows what it may be sent and what it owes."""
-    from memproc.ops.system import initialize
+    from memproc.server.session_methods import initialize
 
     for message in SERVER_MESSAGES:
         assert isinstance(message.params_type, type)

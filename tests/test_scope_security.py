@@ -26,19 +26,22 @@ from hypothesis import strategies as st
 
 from memproc.config import Config
 from memproc.errors import InvalidParams, MemprocError, PermissionDenied
-from memproc.ops import checkpoint as checkpoint_ops
-from memproc.ops import evidence as evidence_ops
-from memproc.ops import lifecycle, procedure_search, procedures, project_context, revisions
-from memproc.ops import memory as memory_ops
+from memproc.ops import checkpoints as checkpoint_ops
+from memproc.ops import project_context
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol import checkpoint_messages as cm
-from memproc.protocol import context_messages as xm
-from memproc.protocol import evidence_messages as em
-from memproc.protocol import messages as m
-from memproc.protocol import procedure_messages as pm
+from memproc.ops.evidence import evidence as evidence_ops
+from memproc.ops.memories import lifecycle, revisions
+from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import procedures
+from memproc.ops.procedures import search as procedure_search
 from memproc.runtime import Runtime
 from memproc.store import citations
+from memproc.wire import checkpoint_messages as cm
+from memproc.wire import context_messages as xm
+from memproc.wire import evidence_messages as em
+from memproc.wire import messages as m
+from memproc.wire import procedure_messages as pm
 
 # Slow: `make test` runs this module, `make test-fast` leaves it out.
 pytestmark = pytest.mark.slow

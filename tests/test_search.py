@@ -14,12 +14,12 @@ import pytest
 
 from memproc.errors import NotFound, NotReady
 from memproc.models import embedder as embedder_module
-from memproc.ops import memory as memory_ops
-from memproc.protocol.messages import FeedbackParams, ForgetParams, SearchResult
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
 from memproc.store.quoting import fts_match_any
+from memproc.wire.messages import FeedbackParams, ForgetParams, SearchResult
 from searchkit import (
     CORPUS,
     DEADLINE_S,

@@ -8,25 +8,25 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from memproc.ops import embedding
-from memproc.ops import memory as memory_ops
-from memproc.protocol.messages import (
-    ForgetParams,
-    GetParams,
-    RememberBatchParams,
-    RememberItem,
-)
+from memproc.ops.memories import embedding
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval import indexing
 from memproc.retrieval.chunking import chunk_text
 from memproc.runtime import Runtime
 from memproc.store import maintenance
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
+from memproc.wire.messages import (
+    ForgetParams,
+    GetParams,
+    ProgressParams,
+    RememberBatchParams,
+    RememberItem,
+)
 from searchkit import (
     CORPUS,
     EMBEDDER,
@@ -47,6 +47,16 @@ from searchkit import (
 # -- backfill --------------------------------------------------------------------------------
 
 
+class ProgressRecorder:
+    """A ProgressSink that keeps what the backfill reports."""
+
+    def __init__(self) -> None:
+        self.sent: list[ProgressParams] = []
+
+    def progress(self, params: ProgressParams) -> None:
+        self.sent.append(params)
+
+
 def test_backfill_embeds_memories_written_without_an_embedder(
     open_runtime: Callable[..., Runtime], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -58,19 +68,19 @@ def test_backfill_embeds_memories_written_without_an_embedder(
     memory_ops.forget(ctx_of(without), ForgetParams(scope="proj", id=forgotten))
 
     runtime = open_runtime(db)
-    sent: list[tuple[str, dict[str, Any]]] = []
-    runtime.notify = lambda method, params: sent.append((method, params))
+    sink = ProgressRecorder()
+    sent = sink.sent
     assert search(runtime, PARAPHRASE, mode="dense").results == []
-    assert runtime.backfill() == len(CORPUS) + 1
-    progress = [params for method, params in sent if method == "notifications/progress"]
+    assert runtime.backfill(sink) == len(CORPUS) + 1
+    progress = [p for p in sent if isinstance(p, ProgressParams)]
     assert len(sent) == len(progress)
-    assert [(p["done"], p["total"]) for p in progress] == [(3, 7), (6, 7), (7, 7)]
-    assert {(p["task"], p["embedder"]) for p in progress} == {("backfill", EMBEDDER)}
+    assert [(p.done, p.total) for p in progress] == [(3, 7), (6, 7), (7, 7)]
+    assert {(p.task, p.embedder) for p in progress} == {("backfill", EMBEDDER)}
     assert ids(search(runtime, PARAPHRASE, mode="dense"))[0] == memories["cat"]
     assert count(runtime, "SELECT count(*) FROM memory_embeddings") == len(CORPUS) + 1
     # Nothing left: a second backfill embeds nothing and says nothing.
     sent.clear()
-    assert runtime.backfill() == 0
+    assert runtime.backfill(sink) == 0
     assert sent == []
 
 

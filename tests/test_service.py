@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from memproc.protocol import dispatch
 from memproc.runtime import Runtime
-from memproc.service import Service
+from memproc.server import dispatch
+from memproc.server.service import Service
 
 # A shut-down takes well under a second; a deadlock never ends.
 SIGNAL_PROBE_TIMEOUT_S = 20

@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-from memproc.session import ClientReply, Session
+from memproc.server.session import Session
+from memproc.wire.outbound import ClientReply
 
 JUDGE = "gate/judge"
 

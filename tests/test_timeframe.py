@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memproc.config import Config
-from memproc.ops import memory as memory_ops
 from memproc.ops import search as search_ops
 from memproc.ops.context import OpContext
-from memproc.protocol.messages import RememberParams, SearchParams
+from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.query import lexical_match
 from memproc.retrieval.timeframe import find_timeframe
 from memproc.runtime import Runtime
+from memproc.wire.messages import RememberParams, SearchParams
 
 NOW = datetime(2023, 3, 21, 21, 43, tzinfo=UTC)  # a Tuesday evening
 

@@ -120,7 +120,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     from memproc.logs import configure_logging
     from memproc.runtime import Runtime
-    from memproc.service import Service
+    from memproc.server.service import Service
 
     configure_logging(config.log_level)
     runtime = Runtime(config)
@@ -140,7 +140,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from memproc.protocol.schema import diff_schemas, write_schemas
+    from memproc.server.schema import diff_schemas, write_schemas
 
     if args.check:
         differences = diff_schemas(args.out)

@@ -1,8 +1,8 @@
 """The one closed hierarchy of memproc errors, and the one table of their codes.
 
-Every layer raises these; only the protocol's dispatch turns them into JSON-RPC error objects.
-Keeping the table here (and not in ``protocol/``) lets the store raise typed errors without
-importing the protocol layer.
+Every layer raises these; only the server's dispatch turns them into JSON-RPC error objects
+(`memproc.wire.envelope.ErrorObject`). Keeping the table here, below every folder (and not in
+``server/`` or ``wire/``), lets the store raise typed errors without importing either.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from memproc.config import Config
 from memproc.errors import MemprocError
 from memproc.store import maintenance
 from memproc.store import vectors as vector_sql
+from memproc.wire.messages import ProgressParams
 
 
 def run(action: str, config: Config) -> int:
@@ -47,11 +48,15 @@ def _rebuild(runtime: Any, store: Any) -> None:
         )
     print(f"rebuilt the FTS index; dropped {dropped} drifted vector sets", file=sys.stderr)
     runtime.models.load_now()
-    runtime.notify = lambda method, params: print(
-        f"embedded {params['done']}/{params['total']}", file=sys.stderr
-    )
-    embedded = runtime.backfill()
+    embedded = runtime.backfill(StderrProgress())
     print(f"embedded {embedded} memories", file=sys.stderr)
+
+
+class StderrProgress:
+    """The backfill's progress as lines on stderr (stdout carries the JSON report)."""
+
+    def progress(self, params: ProgressParams) -> None:
+        print(f"embedded {params.done}/{params.total}", file=sys.stderr)
 
 
 def _current_embedder_missing(runtime: Any, report: maintenance.IndexReport) -> int:

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
@@ -23,8 +23,18 @@ if TYPE_CHECKING:  # imported when first used, so that answering `ping` does not
     from memproc.retrieval.indexing import VectorIndex
     from memproc.store import Store
     from memproc.store.vectors import EmbedderRow
+    from memproc.wire.messages import ProgressParams
 
 log = logging.getLogger("memproc.runtime")
+
+
+class ProgressSink(Protocol):
+    """Where a background task reports how far it has got: the client's stream when serving
+    (a `notifications/progress` line, which only the server knows how to write), stderr for
+    `memproc index rebuild`. Given to `start` or `backfill`, never set on the runtime from
+    outside."""
+
+    def progress(self, params: ProgressParams) -> None: ...
 
 
 class Runtime:
@@ -37,12 +47,8 @@ class Runtime:
         self.models = ModelManager(
             config.models_dir, config.embedder, config.reranker, config.model_threads
         )
-        # Filled in by the transport, which alone knows the requests in flight.
-        self.cancel_request: Callable[[Any], bool] = lambda request_id: False
-        # Filled in by dispatch, which owns the method table (ops must not import it).
-        self.method_catalog: Callable[[], list[Any]] = list
-        # Filled in by the transport: send a server-initiated notification to the client.
-        self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
+        # Where background backfills report progress: given by whoever starts the runtime.
+        self._progress: ProgressSink | None = None
         self._index: VectorIndex | None = None
         self._dense_caches: dict[int, DenseCache] = {}
         self._closing = threading.Event()
@@ -103,10 +109,12 @@ class Runtime:
                 self._index = VectorIndex(store, embedder)
             return self._index
 
-    def start(self) -> None:
+    def start(self, progress: ProgressSink | None = None) -> None:
         """Open the store and load the models in the background, once the transport answers:
         `ping` and `initialize` need neither, and a request that needs the store opens it
-        itself (under the same lock) if it comes first."""
+        itself (under the same lock) if it comes first. Background backfills report to
+        `progress`."""
+        self._progress = progress
         self._in_background(self.open_store, "memproc-open")
         self.start_models()
 
@@ -142,7 +150,7 @@ class Runtime:
     def _backfill_until_caught_up(self) -> None:
         try:
             while not self._closing.is_set():
-                self.backfill()
+                self.backfill(self._progress)
                 with self._store_lock:  # a request now either sees running or is seen here
                     if not self._backfill_again:
                         self._backfill_running = False
@@ -152,26 +160,16 @@ class Runtime:
             with self._store_lock:
                 self._backfill_running = False
 
-    def backfill(self) -> int:
-        """Embed memories that lack vectors for the current embedder, reporting progress as
-        `notifications/progress`. Failures are logged: a backfill is retried next start."""
+    def backfill(self, progress: ProgressSink | None = None) -> int:
+        """Embed memories that lack vectors for the current embedder, reporting progress to
+        `progress`. Failures are logged: a backfill is retried next start."""
         try:
             index = self.vector_index(0.0, required=False)
             if index is None:
                 return 0
 
-            def progress(done: int, total: int) -> None:
-                self.notify(
-                    "notifications/progress",
-                    {
-                        "task": "backfill",
-                        "embedder": index.embedder.name,
-                        "done": done,
-                        "total": total,
-                    },
-                )
-
-            done = index.backfill(progress, should_stop=self._closing.is_set)
+            report = None if progress is None else _reporter(progress, index.embedder.name)
+            done = index.backfill(report, should_stop=self._closing.is_set)
             self.warm_dense_cache(index.row())
             return done
         except MemprocError as exc:
@@ -258,3 +256,13 @@ class Runtime:
                 self._store.close()
                 self._store = None
         return True
+
+
+def _reporter(sink: ProgressSink, embedder: str) -> Callable[[int, int], None]:
+    """The backfill's (done, total) counts as `notifications/progress` params for `sink`."""
+    from memproc.wire.messages import ProgressParams
+
+    def report(done: int, total: int) -> None:
+        sink.progress(ProgressParams(task="backfill", embedder=embedder, done=done, total=total))
+
+    return report

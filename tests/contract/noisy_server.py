@@ -9,7 +9,7 @@ import os
 import sys
 
 import memproc.cli
-from memproc.protocol.methods import METHOD_TABLE
+from memproc.server.methods import METHOD_TABLE
 
 
 def _make_noise(where: str) -> None:

@@ -20,7 +20,7 @@ import time
 
 import memproc.cli
 import memproc.store.memories as memory_sql
-from memproc.protocol.methods import METHOD_TABLE
+from memproc.server.methods import METHOD_TABLE
 
 CONTROL = os.environ["CONTRACT_CONTROL_DIR"]
 SAFETY_S = 30.0

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from stress_fuzz import FuzzSession, run
 
-from memproc.protocol.methods import METHOD_TABLE
+from memproc.server.methods import METHOD_TABLE
 
 # Slow: `make test` runs this module, `make test-fast` leaves it out.
 pytestmark = pytest.mark.slow

@@ -16,11 +16,17 @@ import apsw
 import msgspec
 
 from memproc.clock import format_ms, now_ms
-from memproc.ops.checkpoint import checkpoint_view
+from memproc.ops.checkpoints import checkpoint_view
 from memproc.ops.context import OpContext
-from memproc.ops.evidence_state import Judge
-from memproc.ops.procedure_views import version_view
-from memproc.protocol.context_messages import (
+from memproc.ops.evidence.state import Judge
+from memproc.ops.procedures.views import version_view
+from memproc.store import checkpoints as checkpoint_sql
+from memproc.store import evidence as evidence_sql
+from memproc.store import procedures as procedure_sql
+from memproc.store import project_context as context_sql
+from memproc.store.project_context import Order
+from memproc.store.records import MemoryRecord
+from memproc.wire.context_messages import (
     ContextCheckpoint,
     ContextEvidence,
     ContextGetParams,
@@ -30,12 +36,6 @@ from memproc.protocol.context_messages import (
     ContextProcedure,
     ContextSection,
 )
-from memproc.store import checkpoints as checkpoint_sql
-from memproc.store import evidence as evidence_sql
-from memproc.store import procedures as procedure_sql
-from memproc.store import project_context as context_sql
-from memproc.store.project_context import Order
-from memproc.store.records import MemoryRecord
 
 # How many candidates each section reads at most (the newest, or the weightiest).
 WINDOW = 50

@@ -12,16 +12,8 @@ from typing import Any
 
 from memproc.errors import NotReady
 from memproc.ops.context import OpContext
-from memproc.ops.mapping import hit_view
+from memproc.ops.memories.views import hit_view
 from memproc.ops.validation import normalize_time
-from memproc.protocol.messages import (
-    CandidateExplanation,
-    ChannelQueries,
-    Explanation,
-    SearchParams,
-    SearchResult,
-    StageRanks,
-)
 from memproc.retrieval import pipeline
 from memproc.retrieval.boosts import BoostWeights, parse_time
 from memproc.retrieval.indexing import VectorIndex
@@ -30,6 +22,14 @@ from memproc.retrieval.query import lexical_match
 from memproc.retrieval.timeframe import find_timeframe
 from memproc.store import vectors as vector_sql
 from memproc.store.annotations import Annotation, annotate
+from memproc.wire.messages import (
+    CandidateExplanation,
+    ChannelQueries,
+    Explanation,
+    SearchParams,
+    SearchResult,
+    StageRanks,
+)
 
 
 def search(ctx: OpContext, params: SearchParams) -> SearchResult:

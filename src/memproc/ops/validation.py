@@ -1,4 +1,4 @@
-"""Checks the protocol types cannot express: limits from the config, JSON shape, times."""
+"""Checks the wire types cannot express: limits from the config, JSON shape, times."""
 
 from __future__ import annotations
 

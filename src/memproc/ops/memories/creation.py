@@ -1,0 +1,101 @@
+"""Creating memories, shared by remember, remember_batch and supersede: validation,
+idempotency, refs and vectors, all of one write in one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memproc.ops.context import OpContext
+from memproc.ops.memories import citing, embedding
+from memproc.ops.memories.views import source_dict
+from memproc.ops.validation import check_content, check_metadata, normalize_time
+from memproc.retrieval.indexing import VectorIndex
+from memproc.store import NewMemory, citations
+from memproc.store import memories as memory_sql
+from memproc.store.annotations import memory_ref
+from memproc.wire.messages import RememberItem, RememberResult
+
+Vectors = dict[embedding.Text, list[bytes]]
+
+
+def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> NewMemory:
+    config = ctx.runtime.config
+    check_content(item.content, config.max_content_chars, f"{path}.content")
+    check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
+    if item.context is not None:
+        check_content(item.context, config.max_content_chars, f"{path}.context")
+    return NewMemory(
+        scope=scope,
+        kind=item.kind,
+        content=item.content,
+        tags=list(dict.fromkeys(item.tags)),
+        metadata=item.metadata,
+        source=source_dict(item.source),
+        importance=item.importance,
+        client_token=item.client_token,
+        occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
+        context=item.context,
+        refs=list(dict.fromkeys(item.refs)),
+    )
+
+
+def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[RememberResult]:
+    """Store new memories in one transaction, with vectors when an embedder is ready.
+
+    Embedding happens before the write lock is taken and only for the memories that are not
+    idempotent replays; the write re-checks, so a concurrent writer of the same memory still
+    yields one row. Refs are checked inside the write, against what is committed, so a bad
+    ref anywhere in a batch leaves nothing behind.
+    """
+    store = ctx.runtime.store()
+    with store.reading(ctx.token) as conn:
+        fresh = [new for new, _ in news if existing_id(conn, new) is None]
+    index = embedding.ready_index(ctx)
+    vectors: Vectors = {}
+    if index is not None and fresh:
+        vectors = embedding.embed(index, [_text(new) for new in fresh])
+    ctx.token.check()
+    results = []
+    with store.writing(ctx.token) as conn:
+        for new, path in news:
+            citing.check_refs(conn, new.scope, new.refs, f"{path}.refs")
+            existing = existing_id(conn, new)
+            if existing is not None:
+                results.append(RememberResult(id=existing, created=False))
+                continue
+            results.append(RememberResult(id=insert(conn, new, index, vectors), created=True))
+    if any(result.created for result in results):
+        embedding.wrote(ctx, index)
+    return results
+
+
+def insert(conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vectors) -> str:
+    """Insert one new memory with its refs and, if they were computed, its vectors."""
+    memory_id, seq = memory_sql.insert(conn, new)
+    citations.add(conn, new.scope, memory_ref(memory_id), new.refs)
+    text = _text(new)
+    if index is not None and text in vectors:
+        embedding.store_vectors(
+            conn,
+            index,
+            seq=seq,
+            scope=new.scope,
+            kind=new.kind,
+            text=text,
+            vectors=vectors[text],
+            replace=False,
+        )
+    return memory_id
+
+
+def _text(new: NewMemory) -> embedding.Text:
+    return new.content, new.context
+
+
+def existing_id(conn: Any, new: NewMemory) -> str | None:
+    """Idempotency: a replayed client_token, or the same live content in the same scope and kind."""
+    if new.client_token is not None:
+        found = memory_sql.find_by_client_token(conn, new.scope, new.client_token)
+        if found is not None:
+            return found
+    return memory_sql.find_live_duplicate(conn, new)

@@ -1,0 +1,88 @@
+"""`procedure.search`: the same hybrid search as memories, over current procedure versions.
+
+Why not reuse `retrieval.pipeline` itself: it is built around memory rows (kinds, statuses,
+chunks, the shared vec0 tables and the in-memory copy of memory vectors), and the lead is
+reworking it. Procedures are few per scope, so this module keeps their channels small and
+reuses the parts that define the search: the lexical query (`retrieval.query.lexical_match`,
+the same stop words and FTS5 quoting), the same FTS5 tokenizer and bm25, the same embedder
+with its query prefix, and the same reciprocal-rank fusion (`retrieval.fusion`, `rrf_k`).
+Dense scoring is an exact cosine over the scope's current versions; versions stored before
+an embedder was ready are embedded on the fly (searching never writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memproc.ops.context import OpContext
+from memproc.ops.procedures.views import version_view
+from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.retrieval.query import lexical_match
+from memproc.store import procedures as procedure_sql
+from memproc.store.procedures import VersionRecord
+from memproc.wire.procedure_messages import (
+    ProcedureHit,
+    SearchProceduresParams,
+    SearchProceduresResult,
+)
+
+
+def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresResult:
+    scope = ctx.runtime.scopes.resolve(params.scope)
+    config = ctx.runtime.config
+    index = ctx.runtime.vector_index(config.model_wait_s, required=True)
+    pool = max(config.candidate_pool, params.limit)
+    match = lexical_match(params.query)
+    with ctx.runtime.store().reading(ctx.token) as conn:
+        lexical = [] if match is None else procedure_sql.search_lexical(conn, scope, match, pool)
+        current = procedure_sql.current_procedures(conn, scope) if index is not None else []
+        stored = {}
+        if index is not None:
+            seqs = [r.seq for r in current]
+            stored = procedure_sql.vectors(conn, index.fingerprint, seqs)
+        records = {r.seq: r for r in current}
+        records |= procedure_sql.current_by_seqs(conn, [s for s, _ in lexical if s not in records])
+    dense = [] if index is None else _dense(index, params.query, current, stored)[:pool]
+    rankings = {"lexical": [s for s, _ in lexical], "dense": [s for s, _ in dense]}
+    fused = reciprocal_rank_fusion(rankings, config.rrf_k)
+    ordered = sorted(fused, key=lambda seq: (-fused[seq], -seq))[: params.limit]
+    lexical_rank = {seq: i for i, seq in enumerate(rankings["lexical"], start=1)}
+    dense_rank = {seq: i for i, seq in enumerate(rankings["dense"], start=1)}
+    hits = [
+        ProcedureHit(
+            procedure=version_view(records[seq]),
+            score=fused[seq],
+            lexical_rank=lexical_rank.get(seq),
+            dense_rank=dense_rank.get(seq),
+        )
+        for seq in ordered
+        if seq in records
+    ]
+    degraded = None if index is not None else "no embedder installed: lexical results only"
+    return SearchProceduresResult(
+        results=hits, mode="lexical" if index is None else "hybrid", degraded=degraded
+    )
+
+
+def _dense(
+    index: Any, query: str, current: list[VersionRecord], stored: dict[int, bytes]
+) -> list[tuple[int, float]]:
+    """(seq, cosine) of every current version, best first."""
+    if not current:
+        return []
+    import numpy as np
+
+    from memproc.ops.procedures.procedures import search_text
+
+    missing = [r for r in current if r.seq not in stored]
+    if missing:
+        fresh = index.embedder.embed_documents([search_text(r.name, r.body) for r in missing])
+        stored = stored | {r.seq: row.tobytes() for r, row in zip(missing, fresh, strict=True)}
+    matrix = np.stack([np.frombuffer(stored[r.seq], dtype=np.float32) for r in current])
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    q = index.embedder.embed_queries([query])[0]
+    scores = matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
+    ranked = sorted(
+        zip((r.seq for r in current), scores.tolist(), strict=True), key=lambda x: -x[1]
+    )
+    return ranked

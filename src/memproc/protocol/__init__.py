@@ -1,1 +1,0 @@
-"""The JSON-RPC 2.0 protocol: framing, message types, error mapping and dispatch."""

@@ -1,0 +1,19 @@
+"""memproc errors -> JSON-RPC error objects. The only place that does this conversion."""
+
+from __future__ import annotations
+
+import logging
+
+from memproc.errors import InternalError, MemprocError
+from memproc.wire.envelope import ErrorObject
+
+log = logging.getLogger("memproc.protocol")
+
+
+def to_error_object(exc: BaseException) -> ErrorObject:
+    """Typed errors keep their code and data; anything else is logged and becomes -32603,
+    with no traceback or message text on the wire (it might hold stored content or SQL)."""
+    if not isinstance(exc, MemprocError):
+        log.error("unexpected failure", exc_info=exc)
+        exc = InternalError("internal error")
+    return ErrorObject(code=int(exc.code), message=exc.message, data=exc.wire_data())

@@ -1,0 +1,98 @@
+"""JSON Schema files generated from the wire types: `schemas/` is never edited by hand.
+
+Per method, `<method>.params.json` and `<method>.result.json`; per message the server sends
+unasked, `to_client.<name>.params.json` (and `.result.json` for a request); plus
+`envelope.json` with the request union (tagged on `method`), the two response shapes and the
+error object. File names
+replace `/` and `$` so every method name makes a portable file name.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Union
+
+import msgspec
+
+from memproc.server.methods import METHODS
+from memproc.wire.envelope import ErrorResponse, Notification, SuccessResponse
+from memproc.wire.outbound import SERVER_MESSAGES
+from memproc.wire.requests import request_types
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+# The request union of this server's methods, built once from the method table. Building it
+# imports every params type: that is why it lives here, where only schema generation and
+# clients look, and not beside the table that answers the first `ping`.
+REQUEST_TYPES: dict[str, type] = request_types((method.name, method.params) for method in METHODS)
+AnyRequest = Union[tuple(REQUEST_TYPES.values())]  # type: ignore[valid-type]  # noqa: UP007
+
+
+def _file_stem(method_name: str) -> str:
+    return method_name.replace("$/", "dollar.").replace("/", ".")
+
+
+def _document(title: str, schema: dict[str, Any]) -> bytes:
+    document = {"$schema": DRAFT, "title": title, **schema}
+    return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"
+
+
+def generate_schemas() -> dict[str, bytes]:
+    """File name -> content, for every file `schemas/` must hold."""
+    files: dict[str, bytes] = {}
+    for method in METHODS:
+        stem = _file_stem(method.name)
+        files[f"{stem}.params.json"] = _document(
+            f"{method.name} params", msgspec.json.schema(method.params)
+        )
+        files[f"{stem}.result.json"] = _document(
+            f"{method.name} result", msgspec.json.schema(method.result)
+        )
+    for message in SERVER_MESSAGES:
+        stem = "to_client." + _file_stem(message.name)
+        files[f"{stem}.params.json"] = _document(
+            f"{message.name} params (server to client)", msgspec.json.schema(message.params_type)
+        )
+        if message.result is not None:
+            files[f"{stem}.result.json"] = _document(
+                f"{message.name} result (client to server)",
+                msgspec.json.schema(message.result_type),
+            )
+    (request, success, error, notification), components = msgspec.json.schema_components(
+        [AnyRequest, SuccessResponse, ErrorResponse, Notification], ref_template="#/$defs/{name}"
+    )
+    envelope = {
+        "$defs": components,
+        "description": "A line on stdin is a request; a line on stdout a response or notification.",
+        "oneOf": [request, {"oneOf": [success, error]}, notification],
+    }
+    files["envelope.json"] = _document("memproc JSON-RPC envelope", envelope)
+    return files
+
+
+def write_schemas(directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    expected = generate_schemas()
+    for name in os.listdir(directory):
+        if name.endswith(".json") and name not in expected:
+            os.remove(os.path.join(directory, name))
+    for name, content in expected.items():
+        with open(os.path.join(directory, name), "wb") as handle:
+            handle.write(content)
+
+
+def diff_schemas(directory: str) -> list[str]:
+    """Human-readable differences between `directory` and the generated schemas."""
+    expected = generate_schemas()
+    present = (
+        {n for n in os.listdir(directory) if n.endswith(".json")}
+        if os.path.isdir(directory)
+        else set()
+    )
+    problems = [f"missing: {name}" for name in sorted(set(expected) - present)]
+    problems += [f"unexpected: {name}" for name in sorted(present - set(expected))]
+    for name in sorted(present & set(expected)):
+        with open(os.path.join(directory, name), "rb") as handle:
+            if handle.read() != expected[name]:
+                problems.append(f"differs: {name}")
+    return problems
