@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any
 
 from memproc.cancel import CancelToken
+from memproc.dialect import Dialect
 from memproc.errors import Cancelled, InvalidRequest, MemprocError, Overloaded, RequestTooLarge
 from memproc.ops.context import OpContext
 from memproc.ordering import Sequencer, Ticket
@@ -41,7 +42,7 @@ from memproc.protocol import dispatch
 from memproc.protocol.framing import LineWriter, Oversized, fd_reader, read_frames
 from memproc.protocol.methods import Method, method_catalog
 from memproc.runtime import Runtime
-from memproc.session import ClientReply, Session
+from memproc.session import ClientReply
 
 log = logging.getLogger("memproc.service")
 
@@ -85,8 +86,11 @@ class Job:
 
 
 class Service:
-    def __init__(self, runtime: Runtime, in_fd: int, out_fd: int) -> None:
+    def __init__(
+        self, runtime: Runtime, in_fd: int, out_fd: int, dialect: Dialect | None = None
+    ) -> None:
         self.runtime = runtime
+        self._dialect = Dialect() if dialect is None else dialect
         self.config = runtime.config
         self._in_fd = in_fd
         self._out_fd = out_fd
@@ -111,11 +115,11 @@ class Service:
         # must then end the process without tearing the interpreter down under them).
         self.left_running = False
         self._accepting = True
-        self.session = Session(send=self._write, schedule=self._continue)
+        self.session = self._dialect.session(send=self._write, schedule=self._continue)
         self._ctx = OpContext(runtime=runtime, session=self.session)
         runtime.cancel_request = self.cancel
         runtime.notify = lambda method, params: self._write(
-            dispatch.notification_line(method, params)
+            self._dialect.notification(method, params)
         )
         runtime.method_catalog = method_catalog
         self._workers = [
@@ -255,7 +259,7 @@ class Service:
         for job in jobs:
             if job.cancel_if_queued():
                 self._respond(
-                    job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
+                    job, self._dialect.refuse(job.incoming, Cancelled("server shutting down"))
                 )
 
     def _answer_abandoned(self) -> None:
@@ -266,7 +270,7 @@ class Service:
         for job in jobs:
             if job.token.cancel():
                 self._respond(
-                    job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
+                    job, self._dialect.refuse(job.incoming, Cancelled("server shutting down"))
                 )
 
     # -- reader thread ---------------------------------------------------------------------
@@ -300,7 +304,7 @@ class Service:
 
     def _accept(self, line: bytes) -> None:
         try:
-            incoming = dispatch.parse_envelope(line)
+            incoming = self._dialect.parse(line)
         except dispatch.EnvelopeError as exc:
             if exc.response is not None:
                 self._write(exc.response)
@@ -311,9 +315,9 @@ class Service:
         if incoming.method.inline:
             if self._id_in_flight(incoming):
                 refusal = InvalidRequest("id is already in flight")
-                self._write(dispatch.error_line(incoming.id, refusal))
+                self._write(self._dialect.refuse(incoming, refusal))
                 return
-            self._write(dispatch.execute(incoming, self._ctx))
+            self._write(self._dialect.execute(incoming, self._ctx))
             return
         self._enqueue(incoming)
 
@@ -364,8 +368,8 @@ class Service:
                     self._waiting[id(job.ticket)] = job
         if ready:
             self._queue.put(job)
-        elif refusal is not None and not incoming.is_notification:
-            self._write(dispatch.error_line(incoming.id, refusal))
+        elif refusal is not None:
+            self._write(self._dialect.refuse(incoming, refusal))
 
     def _scopes_touched(self, incoming: dispatch.Incoming) -> list[str]:
         """The resolved scopes a request names, to order it; none for one whose scope is
@@ -385,7 +389,7 @@ class Service:
         if job is None:
             return False
         if job.cancel_if_queued():
-            self._respond(job, dispatch.error_line(job.incoming.id, Cancelled("request cancelled")))
+            self._respond(job, self._dialect.refuse(job.incoming, Cancelled("request cancelled")))
             return True
         return job.token.cancelled
 
@@ -414,11 +418,11 @@ class Service:
 
     def _run(self, job: Job) -> None:
         ctx = OpContext(runtime=self.runtime, token=job.token, session=self.session)
-        line = dispatch.execute(job.incoming, ctx)
+        line = self._dialect.execute(job.incoming, ctx)
         if job.token.cancelled and line is not None:
             # Cancelled while running and nothing was committed (a committed write's token
             # is sealed and cannot be cancelled): the cancellation wins over the result.
-            line = dispatch.error_line(job.incoming.id, Cancelled("request cancelled"))
+            line = self._dialect.refuse(job.incoming, Cancelled("request cancelled"))
         self._respond(job, line)
 
     # -- output ----------------------------------------------------------------------------

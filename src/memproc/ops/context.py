@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,3 +20,6 @@ class OpContext:
     # The stream this request came on (None in-process): what its client declared, and the
     # way to ask that client something, such as the gate's judge (memproc.session).
     session: Session | None = None
+    # Where a long operation reports how far it has got, (done, total, message), when the
+    # client asked to hear it (an MCP request's `_meta.progressToken`); None: nobody asked.
+    progress: Callable[[int, int, str], None] | None = None
