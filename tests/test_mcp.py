@@ -15,8 +15,11 @@ from memproc.mcp import resources, tools
 from memproc.mcp.dialect import McpDialect, tool_error
 from memproc.mcp.messages import LATEST, PROTOCOL_VERSIONS, at_least
 from memproc.mcp.sampling import McpSession, find_verdict, verdict_reply
+from memproc.ops.context import OpContext
+from memproc.protocol import dispatch
 from memproc.protocol.methods import METHOD_TABLE
-from memproc.protocol.outbound import JUDGE, SETTLED
+from memproc.protocol.outbound import JUDGE, PROGRESS, SETTLED
+from memproc.runtime import Runtime
 from memproc.session import ClientReply
 from test_layers import imports_of, in_layer, modules
 
@@ -185,6 +188,27 @@ def test_a_dialect_knows_the_lifecycle_methods() -> None:
         dialect.table
     )
     assert all(not name.startswith("memory.") for name in dialect.table)
+
+
+def test_backfill_progress_is_a_log_message_once_the_session_is_up(runtime: Runtime) -> None:
+    sent: list[dict[str, Any]] = []
+    dialect = McpDialect()
+    mcp_session = dialect.session(lambda line: sent.append(json.loads(line)), lambda *a: None)
+    ctx = OpContext(runtime=runtime, session=mcp_session)
+    progress = {"task": "backfill", "embedder": "m", "done": 1, "total": 2}
+    assert dialect.notification(PROGRESS, progress) is None
+    assert sent == []  # before the handshake, dropped
+    initialize = {"protocolVersion": LATEST, "capabilities": {}}
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ):
+        incoming = dialect.parse(json.dumps(message).encode())
+        assert isinstance(incoming, dispatch.Incoming)
+        dialect.execute(incoming, ctx)
+    assert dialect.notification(PROGRESS, progress) is None
+    log = {"level": "info", "logger": "memproc.backfill", "data": progress}
+    assert sent == [{"jsonrpc": "2.0", "method": "notifications/message", "params": log}]
 
 
 # -- layers ----------------------------------------------------------------------------------
