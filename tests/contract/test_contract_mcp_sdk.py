@@ -71,16 +71,18 @@ def test_the_sdk_lists_and_calls_every_tool(tmp_path: Path) -> None:
                 initialized = await s.initialize()
                 assert initialized.protocol_version == "2025-11-25"
                 assert initialized.capabilities.tools is not None
-                tools = (await s.list_tools()).tools
-                assert {t.name for t in tools} == {m.replace(".", "_") for m in tool_methods()}
-                assert all(t.output_schema is not None for t in tools)
+                tools = {t.name: t for t in (await s.list_tools()).tools}
+                assert set(tools) == {m.replace(".", "_") for m in tool_methods()}
 
                 async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-                    result = await s.call_tool(name, arguments)
+                    result = await s.call_tool(name, arguments)  # checked against the schema
                     assert result.is_error is False, (name, result.content)
-                    assert result.structured_content is not None
+                    structured = result.structured_content
+                    schema = tools[name].output_schema
+                    assert structured is not None and schema is not None
+                    assert set(structured) <= set(schema["properties"]), name  # nothing more
                     called.append(name)
-                    return result.structured_content
+                    return structured
 
                 await every_tool(call, settled)
                 await resources(s)
