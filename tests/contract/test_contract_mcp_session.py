@@ -74,6 +74,20 @@ def test_closing_stdin_mid_request_answers_everything_and_loses_nothing(
         )
 
 
+def test_a_call_cancelled_by_the_shutdown_deadline_is_answered(spawn: Spawn) -> None:
+    """Unlike a call the client cancelled, one the server gives up on is owed an answer."""
+    deadline = {"MEMPROC_SHUTDOWN_DEADLINE_S": "0.5"}
+    server = start(spawn, *FLAGS, wrapper=SLOW_SERVER, env=deadline)
+    content = "block-insert-quiet q never stored"
+    stuck = call(server, "memory_remember", {"scope": SCOPE, "kind": "note", "content": content})
+    server.wait_started("q")
+    server.terminate()
+    assert server.wait_exit(10.0) == 0
+    result = tool_result(server, stuck)
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == -32800
+
+
 # -- progress ----------------------------------------------------------------------------------
 
 
