@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--models-dir", help=MODELS_DIR_HELP)
     serve.add_argument("--embedder", help='embedder to load: a model name, "auto" or "none"')
     serve.add_argument("--reranker", help='reranker to load: a model name, "auto" or "none"')
+    serve.add_argument(
+        "--mcp", action="store_true", help="speak the Model Context Protocol (stdio) instead"
+    )
 
     schema = commands.add_parser("schema", help="write JSON Schema files for the protocol")
     schema.add_argument("--out", default="schemas", help="output directory (default ./schemas)")
@@ -124,7 +127,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure_logging(config.log_level)
     runtime = Runtime(config)
-    service = Service(runtime, in_fd=0, out_fd=protocol_fd)
+    service = Service(runtime, in_fd=0, out_fd=protocol_fd, dialect=_dialect(args))
     status = service.run(on_serving=runtime.start)
     # Everything owed is answered. Python resets handled signals to their default action while
     # it tears down, so a SIGTERM arriving now would turn this exit 0 into death by signal.
@@ -137,6 +140,15 @@ def _serve(args: argparse.Namespace) -> int:
         logging.shutdown()
         os._exit(status)
     return status
+
+
+def _dialect(args: argparse.Namespace) -> Any:
+    """memproc's JSON-RPC (None: the service's default), or MCP with `--mcp`."""
+    if not args.mcp:
+        return None
+    from memproc.server.mcp.dialect import McpDialect
+
+    return McpDialect()
 
 
 def _schema(args: argparse.Namespace) -> int:

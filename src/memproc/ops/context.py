@@ -47,3 +47,6 @@ class OpContext:
     # The client of the stream this request came on (None in-process): what it declared, and
     # the way to ask it something, such as the gate's judge.
     session: Client | None = None
+    # Where a long operation reports how far it has got, (done, total, message), when the
+    # client asked to hear it (an MCP request's `_meta.progressToken`); None: nobody asked.
+    progress: Callable[[int, int, str], None] | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,8 +63,11 @@ class EnvelopeError(Exception):
         self.response = response
 
 
-def parse_envelope(line: bytes) -> Incoming | ClientResponse:
-    """Stage one. Raises EnvelopeError carrying the response to send."""
+def parse_envelope(
+    line: bytes, table: Mapping[str, Method] = METHOD_TABLE
+) -> Incoming | ClientResponse:
+    """Stage one. Raises EnvelopeError carrying the response to send. `table`: the methods the
+    stream serves (the Model Context Protocol has its own)."""
     members = _decode_members(line)
     if "method" not in members and ("result" in members or "error" in members):
         return _client_response(members)
@@ -75,7 +79,7 @@ def parse_envelope(line: bytes) -> Incoming | ClientResponse:
         if unknown:
             raise InvalidRequest("unknown envelope members", members=unknown[:8])
         method_name = _decode_method(members)
-        method = METHOD_TABLE.get(method_name)
+        method = table.get(method_name)
         if method is None:
             raise MethodNotFound("method not found", method=method_name[:128])
     except MemprocError as exc:

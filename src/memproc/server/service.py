@@ -40,10 +40,10 @@ from memproc.errors import Cancelled, InvalidRequest, MemprocError, Overloaded, 
 from memproc.ops.context import Continuation, OpContext
 from memproc.runtime import ProgressSink, Runtime
 from memproc.server import dispatch
+from memproc.server.dialect import Dialect
 from memproc.server.framing import LineWriter, Oversized, fd_reader, read_frames
 from memproc.server.methods import Method
 from memproc.server.ordering import Sequencer, Ticket
-from memproc.server.session import Session
 from memproc.wire.outbound import PROGRESS, ClientReply
 
 if TYPE_CHECKING:
@@ -91,21 +91,25 @@ class Job:
 
 
 class ProgressLines:
-    """A ProgressSink that writes each report to the client as a `notifications/progress` line
-    (the runtime, below the server, knows only the sink)."""
+    """A ProgressSink that writes each report to the client as the dialect spells it
+    (`notifications/progress` in JSON-RPC; the runtime, below the server, knows only the sink)."""
 
-    __slots__ = ("_write",)
+    __slots__ = ("_dialect", "_write")
 
-    def __init__(self, write: Callable[[bytes | None], None]) -> None:
+    def __init__(self, write: Callable[[bytes | None], None], dialect: Dialect) -> None:
         self._write = write
+        self._dialect = dialect
 
     def progress(self, params: ProgressParams) -> None:
-        self._write(dispatch.notification_line(PROGRESS, msgspec.to_builtins(params)))
+        self._write(self._dialect.notification(PROGRESS, msgspec.to_builtins(params)))
 
 
 class Service:
-    def __init__(self, runtime: Runtime, in_fd: int, out_fd: int) -> None:
+    def __init__(
+        self, runtime: Runtime, in_fd: int, out_fd: int, dialect: Dialect | None = None
+    ) -> None:
         self.runtime = runtime
+        self._dialect = Dialect() if dialect is None else dialect
         self.config = runtime.config
         self._in_fd = in_fd
         self._out_fd = out_fd
@@ -130,7 +134,9 @@ class Service:
         # must then end the process without tearing the interpreter down under them).
         self.left_running = False
         self._accepting = True
-        self.session = Session(send=self._write, schedule=self._continue, cancel=self.cancel)
+        self.session = self._dialect.session(
+            send=self._write, schedule=self._continue, cancel=self.cancel
+        )
         self._ctx = OpContext(runtime=runtime, session=self.session)
         self._workers = [
             threading.Thread(target=self._work, name=f"memproc-worker-{i}", daemon=True)
@@ -152,7 +158,7 @@ class Service:
         threading.Thread(target=self._read, name="memproc-reader", daemon=True).start()
         threading.Thread(target=self._watch_stdout, name="memproc-stdout", daemon=True).start()
         if on_serving is not None:
-            on_serving(ProgressLines(self._write))
+            on_serving(ProgressLines(self._write, self._dialect))
         try:
             while True:
                 self._take_wakeups()
@@ -270,7 +276,7 @@ class Service:
         for job in jobs:
             if job.cancel_if_queued():
                 self._respond(
-                    job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
+                    job, self._dialect.refuse(job.incoming, Cancelled("server shutting down"))
                 )
 
     def _answer_abandoned(self) -> None:
@@ -281,7 +287,7 @@ class Service:
         for job in jobs:
             if job.token.cancel():
                 self._respond(
-                    job, dispatch.error_line(job.incoming.id, Cancelled("server shutting down"))
+                    job, self._dialect.refuse(job.incoming, Cancelled("server shutting down"))
                 )
 
     # -- reader thread ---------------------------------------------------------------------
@@ -315,7 +321,7 @@ class Service:
 
     def _accept(self, line: bytes) -> None:
         try:
-            incoming = dispatch.parse_envelope(line)
+            incoming = self._dialect.parse(line)
         except dispatch.EnvelopeError as exc:
             if exc.response is not None:
                 self._write(exc.response)
@@ -326,9 +332,9 @@ class Service:
         if incoming.method.inline:
             if self._id_in_flight(incoming):
                 refusal = InvalidRequest("id is already in flight")
-                self._write(dispatch.error_line(incoming.id, refusal))
+                self._write(self._dialect.refuse(incoming, refusal))
                 return
-            self._write(dispatch.execute(incoming, self._ctx))
+            self._write(self._dialect.execute(incoming, self._ctx))
             return
         self._enqueue(incoming)
 
@@ -379,8 +385,8 @@ class Service:
                     self._waiting[id(job.ticket)] = job
         if ready:
             self._queue.put(job)
-        elif refusal is not None and not incoming.is_notification:
-            self._write(dispatch.error_line(incoming.id, refusal))
+        elif refusal is not None:
+            self._write(self._dialect.refuse(incoming, refusal))
 
     def _scopes_touched(self, incoming: dispatch.Incoming) -> list[str]:
         """The resolved scopes a request names, to order it; none for one whose scope is
@@ -400,7 +406,7 @@ class Service:
         if job is None:
             return False
         if job.cancel_if_queued():
-            self._respond(job, dispatch.error_line(job.incoming.id, Cancelled("request cancelled")))
+            self._respond(job, self._dialect.refuse(job.incoming, Cancelled("request cancelled")))
             return True
         return job.token.cancelled
 
@@ -429,11 +435,11 @@ class Service:
 
     def _run(self, job: Job) -> None:
         ctx = OpContext(runtime=self.runtime, token=job.token, session=self.session)
-        line = dispatch.execute(job.incoming, ctx)
+        line = self._dialect.execute(job.incoming, ctx)
         if job.token.cancelled and line is not None:
             # Cancelled while running and nothing was committed (a committed write's token
             # is sealed and cannot be cancelled): the cancellation wins over the result.
-            line = dispatch.error_line(job.incoming.id, Cancelled("request cancelled"))
+            line = self._dialect.refuse(job.incoming, Cancelled("request cancelled"))
         self._respond(job, line)
 
     # -- output ----------------------------------------------------------------------------

@@ -16,6 +16,9 @@ from memproc.store.annotations import memory_ref
 from memproc.wire.messages import RememberItem, RememberResult
 
 Vectors = dict[embedding.Text, list[bytes]]
+# Memories embedded at a time when the caller asked for progress: each slice is reported, and
+# a cancellation is noticed between slices instead of after the whole batch.
+PROGRESS_SLICE = 32
 
 
 def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> NewMemory:
@@ -53,7 +56,7 @@ def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[Reme
     index = embedding.ready_index(ctx)
     vectors: Vectors = {}
     if index is not None and fresh:
-        vectors = embedding.embed(index, [_text(new) for new in fresh])
+        vectors = _embed(ctx, index, [_text(new) for new in fresh], len(news))
     ctx.token.check()
     results = []
     with store.writing(ctx.token) as conn:
@@ -66,7 +69,24 @@ def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[Reme
             results.append(RememberResult(id=insert(conn, new, index, vectors), created=True))
     if any(result.created for result in results):
         embedding.wrote(ctx, index)
+    if ctx.progress is not None:
+        embedded = len(fresh) if vectors else 0
+        ctx.progress(embedded + len(news), embedded + len(news), f"stored {len(news)} items")
     return results
+
+
+def _embed(ctx: OpContext, index: VectorIndex, texts: list[embedding.Text], stored: int) -> Vectors:
+    """All the vectors at once, or slice by slice when progress is asked for: the steps are
+    the memories to embed, then the ones to store."""
+    if ctx.progress is None:
+        return embedding.embed(index, texts)
+    vectors: Vectors = {}
+    for start in range(0, len(texts), PROGRESS_SLICE):
+        ctx.token.check()
+        vectors.update(embedding.embed(index, texts[start : start + PROGRESS_SLICE]))
+        done = min(start + PROGRESS_SLICE, len(texts))
+        ctx.progress(done, len(texts) + stored, f"embedded {done} of {len(texts)} new memories")
+    return vectors
 
 
 def insert(conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vectors) -> str:
