@@ -246,6 +246,46 @@ def test_nothing_outside_the_server_touches_dispatch_or_framing() -> None:
     assert found == []
 
 
+# -- benchmarks use what the package offers --------------------------------------------------------
+
+BENCHMARKS_DIR = PACKAGE_DIR.parent.parent / "benchmarks"
+
+
+def private_uses(source: str) -> list[str]:
+    """`x._name` for any x but self and cls, `getattr(x, "_name")` and `from m import _name`:
+    the ways code reaches into another's private state."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and _private(str(name.value)):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"import {a.name}" for a in node.names if _private(a.name)]
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_the_private_use_finder_finds_them() -> None:
+    source = "self._ok\nruntime._index\ngetattr(m, '_ready')\nfrom a import _b\nx.__class__\n"
+    assert sorted(private_uses(source)) == ["getattr(m, '_ready')", "import _b", "runtime._index"]
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_reach_into_no_private_state(path: Path) -> None:
+    """A benchmark that sets a private field measures a runtime no client can build, and
+    breaks silently when the field moves: it uses public methods (`ModelManager.install`,
+    `OnnxModel.session` and `feeds`)."""
+    assert private_uses(path.read_text()) == []
+
+
 # -- SQL lives in the store ------------------------------------------------------------------
 
 
