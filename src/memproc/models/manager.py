@@ -12,14 +12,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from memproc.errors import NotReady
-from memproc.models.manifest import ModelError, read_manifest
+from memproc.models.manifest import ModelError, ModelKind, read_manifest
 
 log = logging.getLogger("memproc.models")
 
-ModelKind = Literal["embedder", "reranker"]
 # "auto" prefers these, in order, among the installed models of each kind.
 PREFERRED: dict[str, tuple[str, ...]] = {
     "embedder": ("bge-small-en-v1.5", "minilm-l6-int8"),
