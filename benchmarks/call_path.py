@@ -160,7 +160,7 @@ def open_runtime(db: str, embedder: Any, models_dir: str, **settings: Any) -> Ru
     )
     runtime = Runtime(config)
     if embedder is not None:
-        common.install_embedder(runtime, embedder)
+        runtime.models.install("embedder", embedder)
     runtime.open_store()
     return runtime
 
@@ -471,14 +471,11 @@ def remember_floor(
     """The best onnxruntime call on each text (tokenize + session.run, best of three) plus one
     durable commit (one row, WAL, synchronous=FULL, same file system), per memory."""
     inference = []
-    names = {node.name for node in embedder._session.get_inputs()}
     for text in texts:
         best = float("inf")
         for _ in range(3):
             started = time.perf_counter()
-            encodings = embedder._tokenizer.encode_batch([text])
-            feeds = {k: v for k, v in embedder._feeds(encodings).items() if k in names}
-            embedder._session.run(None, feeds)
+            embedder.session.run(None, embedder.feeds([text]))
             best = min(best, time.perf_counter() - started)
         inference.append(best)
     commits = durable_commits(len(texts), args.cache)

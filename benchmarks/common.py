@@ -252,18 +252,6 @@ def load_embedder(args: argparse.Namespace) -> CachingEmbedder:
 # -- memproc, through the service's own handlers ---------------------------------------------
 
 
-def install_embedder(runtime: Runtime, embedder: Any) -> None:
-    """Put a loaded embedder in the runtime's slot exactly as the background loader would,
-    ready-callbacks included, so one model load serves every store of a run."""
-    manager = runtime.models
-    slot = manager.slots["embedder"]
-    slot.model, slot.state, slot.reason = embedder, "ready", None
-    slot.load_seconds = 0.0
-    slot.settled.set()
-    for callback in getattr(manager, "_ready_callbacks", []):
-        callback("embedder", embedder)
-
-
 def open_runtime(db_path: str, embedder: Any, models_dir: str, **settings: Any) -> Runtime:
     """A Runtime on `db_path` with `embedder` installed and no reranker; `settings` override
     Config fields (boost weights, for instance)."""
@@ -277,8 +265,8 @@ def open_runtime(db_path: str, embedder: Any, models_dir: str, **settings: Any) 
         **settings,
     )
     runtime = Runtime(config)
-    if embedder is not None:
-        install_embedder(runtime, embedder)
+    if embedder is not None:  # as the loader would, so one model load serves every store
+        runtime.models.install("embedder", embedder)
     runtime.open_store()
     return runtime
 

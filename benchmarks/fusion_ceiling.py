@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, entries: Sequence[dict[str, Any]]) -> list[tup
                 db_path, embedder, args, ["hybrid"], longmemeval.BASE_SETTINGS
             )
             try:
-                items = [runner._item(corpus, i) for i in storable]
+                items = [runner.item(corpus, i) for i in storable]
                 memory_ids = common.remember_all(runtimes.writer(), longmemeval.SCOPE, items)
                 by_memory = {
                     m: [storable[i] for i in idx]

@@ -137,7 +137,7 @@ class Runner:
     ) -> dict[str, list[int]]:
         storable = [i for i, text in enumerate(corpus.texts) if text.strip()]
         self.empty_skipped += len(corpus.texts) - len(storable)
-        items = [self._item(corpus, i) for i in storable]
+        items = [self.item(corpus, i) for i in storable]
         rankings: dict[str, list[int]] = {}
         with common.temp_db("lme-") as db_path:
             runtimes = common.ModeRuntimes(
@@ -159,7 +159,7 @@ class Runner:
                 runtimes.close()
         return rankings
 
-    def _item(self, corpus: Corpus, index: int) -> dict[str, Any]:
+    def item(self, corpus: Corpus, index: int) -> dict[str, Any]:
         return {
             "kind": "episode",
             "content": corpus.texts[index],

@@ -60,12 +60,19 @@ def in_layer(name: str, layer: str) -> bool:
     return name == layer or name.startswith(layer + ".")
 
 
-def violations(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+# The names of kinds and states: the one module of the wire that the layers below may import.
+VOCABULARY = "memproc.wire.vocabulary"
+
+
+def violations(layer: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
+    """Imports from `layer` of anything in `forbidden`, but for the modules in `allowed`."""
     found = []
     for name in modules():
         if not in_layer(name, layer):
             continue
         for target in sorted(imports_of(name)):
+            if any(in_layer(target, ok) for ok in allowed):
+                continue
             if any(in_layer(target, bad) for bad in forbidden):
                 found.append(f"{name} imports {target}")
     return found
@@ -153,6 +160,7 @@ def test_retrieval_imports_neither_ops_nor_wire() -> None:
 
 
 def test_store_knows_nothing_of_wire_ops_or_server() -> None:
+    """Nothing but the vocabulary: a row's status is of the type a result's status is."""
     forbidden = (
         "memproc.wire",
         "memproc.server",
@@ -160,7 +168,29 @@ def test_store_knows_nothing_of_wire_ops_or_server() -> None:
         "memproc.retrieval",
         "memproc.runtime",
     )
-    assert violations("memproc.store", forbidden) == []
+    assert violations("memproc.store", forbidden, allowed=(VOCABULARY,)) == []
+
+
+def test_the_store_does_use_the_vocabulary() -> None:
+    """The exception above is used, so the test that allows it is not vacuous."""
+    assert VOCABULARY in imports_of("memproc.store.records")
+
+
+def test_the_state_machine_is_pure() -> None:
+    """`lifecycle` names its states from the vocabulary and raises memproc errors: nothing
+    else of memproc (no store, no wire types, no ops) so it can be tested transition by
+    transition."""
+    found = {t for t in imports_of("memproc.lifecycle") if in_layer(t, "memproc")}
+    assert found == {
+        VOCABULARY,
+        f"{VOCABULARY}.Status",
+        "memproc.errors",
+        "memproc.errors.Conflict",
+    }
+
+
+def test_the_vocabulary_imports_nothing_of_memproc() -> None:
+    assert [t for t in imports_of(VOCABULARY) if in_layer(t, "memproc")] == []
 
 
 def test_gate_imports_neither_store_nor_wire() -> None:
@@ -188,14 +218,19 @@ def test_gate_imports_neither_store_nor_wire() -> None:
 
 
 def test_messages_are_pure_types() -> None:
-    assert [t for t in imports_of("memproc.wire.messages") if in_layer(t, "memproc")] == []
+    found = [t for t in imports_of("memproc.wire.messages") if in_layer(t, "memproc")]
+    assert all(in_layer(t, VOCABULARY) for t in found)
 
 
 @pytest.mark.parametrize(
     "name", [n for n in modules() if n.startswith("memproc.wire.") and n.endswith("_messages")]
 )
 def test_family_message_modules_import_only_other_message_modules(name: str) -> None:
-    parts = [t.split(".") for t in imports_of(name) if in_layer(t, "memproc")]
+    parts = [
+        t.split(".")
+        for t in imports_of(name)
+        if in_layer(t, "memproc") and not in_layer(t, VOCABULARY)
+    ]
     assert parts and all(p[:2] == ["memproc", "wire"] and p[2].endswith("messages") for p in parts)
 
 
@@ -209,6 +244,46 @@ def test_nothing_outside_the_server_touches_dispatch_or_framing() -> None:
         if in_layer(target, "memproc.server.dispatch") or in_layer(target, "memproc.server.framing")
     ]
     assert found == []
+
+
+# -- benchmarks use what the package offers --------------------------------------------------------
+
+BENCHMARKS_DIR = PACKAGE_DIR.parent.parent / "benchmarks"
+
+
+def private_uses(source: str) -> list[str]:
+    """`x._name` for any x but self and cls, `getattr(x, "_name")` and `from m import _name`:
+    the ways code reaches into another's private state."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and _private(str(name.value)):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"import {a.name}" for a in node.names if _private(a.name)]
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_the_private_use_finder_finds_them() -> None:
+    source = "self._ok\nruntime._index\ngetattr(m, '_ready')\nfrom a import _b\nx.__class__\n"
+    assert sorted(private_uses(source)) == ["getattr(m, '_ready')", "import _b", "runtime._index"]
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_reach_into_no_private_state(path: Path) -> None:
+    """A benchmark that sets a private field measures a runtime no client can build, and
+    breaks silently when the field moves: it uses public methods (`ModelManager.install`,
+    `OnnxModel.session` and `feeds`)."""
+    assert private_uses(path.read_text()) == []
 
 
 # -- SQL lives in the store ------------------------------------------------------------------
@@ -315,6 +390,7 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.wire.envelope",
     "memproc.wire.messages",
     "memproc.wire.outbound",
+    "memproc.wire.vocabulary",
 }
 NEVER_BEFORE_FIRST_RESPONSE = ("numpy", "onnxruntime", "tokenizers", "apsw", "sqlite_vec")
 

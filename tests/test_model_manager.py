@@ -305,3 +305,29 @@ def test_the_model_is_handed_out_before_the_state_says_ready(
         logger.removeHandler(probe)
         logger.setLevel(level)
     assert seen == [("ready", "handed out")]
+
+
+def test_an_installed_model_is_ready_as_a_loaded_one_is(
+    models_dir: Path, kept_minilm: Embedder
+) -> None:
+    """`install` is the loader's last step, public: a benchmark hands one loaded model to the
+    runtimes of many stores, and each sees it ready and starts its backfill."""
+    manager = ModelManager(str(models_dir), "minilm-l6-int8", "none", threads=1)
+    readied: list[tuple[str, Any]] = []
+    manager.on_ready(lambda kind, model: readied.append((kind, model)))
+    assert manager.states()["embedder"]["state"] == "loading"
+    manager.install("embedder", kept_minilm)
+    assert manager.get("embedder", wait_s=0) is kept_minilm
+    assert manager.states()["embedder"] == {
+        "state": "ready",
+        "reason": None,
+        "detail": {"name": "minilm-l6-int8", "load_seconds": 0.0},
+    }
+    assert readied == [("embedder", kept_minilm)]
+
+
+def test_a_models_session_runs_on_its_own_feeds(kept_minilm: Embedder) -> None:
+    """What a benchmark's floor times: tokenizing and one onnxruntime call, nothing else."""
+    feeds = kept_minilm.feeds(["hello world"])
+    assert set(feeds) == {node.name for node in kept_minilm.session.get_inputs()}
+    assert kept_minilm.session.run(None, feeds)[0].shape[0] == 1

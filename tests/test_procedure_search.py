@@ -6,19 +6,24 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
+from memproc import gate
 from memproc.ops.context import OpContext
+from memproc.ops.procedures import gating as pg
 from memproc.ops.procedures import procedures
+from memproc.ops.procedures import review as procedure_review
 from memproc.ops.procedures import search as procedure_search
 from memproc.runtime import Runtime
+from memproc.store import procedures as procedure_sql
 from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
 
 
-def create(ctx: OpContext, name: str, steps: list[str]) -> str:
+def create(ctx: OpContext, name: str, steps: list[str], **kw: Any) -> str:
     params = msgspec.convert(
-        {"scope": SCOPE, "name": name, "steps": [{"action": s} for s in steps]},
+        {"scope": SCOPE, "name": name, "steps": [{"action": s} for s in steps], **kw},
         pm.CreateProcedureParams,
     )
     return procedures.create(ctx, params).id
@@ -48,3 +53,110 @@ def test_words_and_meaning_agree_on_the_obvious_procedure(rt: Runtime) -> None:
     result = search(ctx, "how do I rotate the API key")
     assert result.results[0].procedure.id == keys
     assert result.results[0].lexical_rank == 1 and result.results[0].dense_rank == 1
+
+
+# -- a revision carried by a review is gated and stored as an evolve's is -------------------------
+
+
+def evolve(ctx: OpContext, pid: str, reason: str, **kw: Any) -> pm.EvolveProcedureResult:
+    params = msgspec.convert(
+        {"scope": SCOPE, "id": pid, "reason": reason, **kw}, pm.EvolveProcedureParams
+    )
+    return procedures.evolve(ctx, params)
+
+
+def approve_carrying(
+    ctx: OpContext, revision_id: str, carried: pm.DependentRevision
+) -> pm.ReviewDecideResult:
+    decide = pm.ReviewDecideParams(
+        scope=SCOPE,
+        revision_id=revision_id,
+        decision="approve",
+        reason="ok",
+        actor="lead",
+        revisions=[carried],
+    )
+    return procedure_review.review_decide(ctx, decide)
+
+
+def quarantine_deploy_and_fix_seed(ctx: OpContext) -> tuple[str, str, pm.DependentRevision]:
+    """deploy gains a precondition seed does not meet (quarantined); the fix carried with its
+    approval gives seed a precondition of its own, which asks for the semantic signal against
+    deploy as approved (its new steps), not as it was."""
+    deploy = create(ctx, "deploy", ["push the Postgres release"], entity_names=["Postgres"])
+    seed = create(
+        ctx,
+        "seed",
+        ["insert demo rows into the Postgres accounts table"],
+        entity_names=["Postgres"],
+    )
+    breaking = evolve(
+        ctx,
+        deploy,
+        "migrations first",
+        steps=[{"action": "run Postgres migrations"}, {"action": "push the Postgres release"}],
+        preconditions=["run migrations before push"],
+    )
+    assert breaking.status == "quarantined"
+    fix = pm.DependentRevision(
+        id=seed,
+        reason="back up first",
+        steps=[
+            pm.ProcedureStep(action="back up the Postgres accounts table"),
+            pm.ProcedureStep(action="insert demo rows into the Postgres accounts table"),
+        ],
+        preconditions=["back up the accounts table before inserting rows"],
+    )
+    return breaking.version_id, seed, fix
+
+
+def test_a_carried_revision_gets_the_semantic_signal_and_a_stored_vector(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approving a revision may carry revisions of its dependents: each is gated with the
+    semantic signal, like an evolve, and stored with its search vector, so procedure.search
+    never has to embed it again."""
+    ctx = OpContext(rt)
+    revision_id, seed, fix = quarantine_deploy_and_fix_seed(ctx)
+    carried = approve_carrying(ctx, revision_id, fix).revisions[0]
+    assert carried.status == "promoted"
+
+    index = rt.vector_index(0.0, required=True)
+    assert index is not None
+    with rt.store().reading() as conn:
+        version = procedure_sql.get_version(conn, SCOPE, carried.version_id)
+        assert version is not None
+        stored = procedure_sql.vectors(conn, index.fingerprint, [version.seq])
+    assert list(stored) == [version.seq]
+
+    audit = procedure_review.audit(ctx, pm.AuditParams(scope=SCOPE, procedure_id=seed)).items
+    assert audit[-1].event == "evolved" and audit[-1].version_id == carried.version_id
+    assert audit[-1].detail["semantic"] == "used"
+
+    def no_documents(texts: list[str]) -> Any:
+        raise AssertionError(f"procedure.search embedded {texts}")
+
+    monkeypatch.setattr(index.embedder, "embed_documents", no_documents)
+    assert search(ctx, "back up accounts before seeding").results[0].procedure.id == seed
+
+
+def test_the_signal_covers_every_pair_the_gate_asks_in_the_write(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal is computed before the write, against the procedures as the write will
+    find them: deploy's approved version, whose steps seed's new precondition is compared
+    with, not the version it replaces."""
+    ctx = OpContext(rt)
+    revision_id, _, fix = quarantine_deploy_and_fix_seed(ctx)
+    asked: list[tuple[list[tuple[str, str]], dict[tuple[str, str], float]]] = []
+    memproc_gate = pg.GATES["memproc"]
+
+    def spy(old: Any, new: Any, found: Any, signals: gate.Signals) -> gate.Assessment:
+        asked.append((gate.semantic_requests(old, new, found), dict(signals.similarity)))
+        return memproc_gate(old, new, found, signals)
+
+    monkeypatch.setitem(pg.GATES, "memproc", spy)
+    approve_carrying(ctx, revision_id, fix)
+    [(pairs, similarity)] = asked
+    assert ("back up the accounts table before inserting rows", "run Postgres migrations") in pairs
+    assert pairs and set(pairs) <= set(similarity)

@@ -13,6 +13,7 @@ from memproc.errors import Conflict, InvalidParams, MemprocError, NotFound
 from memproc.ops.context import OpContext
 from memproc.ops.memories import lifecycle
 from memproc.ops.memories import memory as memory_ops
+from memproc.ops.procedures import gating as pg
 from memproc.ops.procedures import procedures
 from memproc.ops.procedures import review as procedure_review
 from memproc.store import citations
@@ -101,6 +102,32 @@ def test_a_failing_gate_quarantines_with_gate_error(ctx: OpContext, pair: tuple[
     assert result.status == "quarantined" and result.reason == "gate_error"
     assert [f.pattern for f in result.findings] == ["gate_error"]
     assert statuses(ctx, deploy) == ["current", "quarantined"]
+
+
+@pytest.mark.parametrize("embedded_from_its_text", [True, False])
+def test_a_vector_is_stored_only_with_the_text_it_was_embedded_from(
+    ctx: OpContext, pair: tuple[str, str], embedded_from_its_text: bool
+) -> None:
+    """A vector is embedded before the write from the version read then; should another
+    writer change the procedure in between, a vector of other text is not stored."""
+    deploy, _ = pair
+    changes = procedures.body_of({"steps": [pm.ProcedureStep(action="push the release twice")]})
+    with ctx.runtime.store().reading() as conn:
+        current = procedure_sql.current_version(conn, SCOPE, deploy)
+    assert current is not None
+    text = procedures.search_text(current.name, {**current.body, **changes})
+    vector = procedures.SearchVector(text if embedded_from_its_text else "older", "fp", b"\0" * 8)
+    step = procedures.Revision(SCOPE, deploy, changes, "twice")
+    with ctx.runtime.store().writing() as conn:
+        gate_fn = pg.GATES["memproc"]
+        applied = procedures.apply_revision(
+            ctx, conn, step, gate_fn, procedures.Prepared(vector=vector)
+        )
+    with ctx.runtime.store().reading() as conn:
+        version = procedure_sql.get_version(conn, SCOPE, applied.result.version_id)
+        assert version is not None
+        stored = procedure_sql.vectors(conn, "fp", [version.seq])
+    assert list(stored) == ([version.seq] if embedded_from_its_text else [])
 
 
 def test_approving_promotes_and_carries_gated_dependent_revisions(

@@ -2,7 +2,8 @@
 
 This table is the only place that decides whether an action is allowed in a state; handlers
 ask it before they write, so no operation can invent its own rule. It is pure (no store, no
-protocol) so that it can be tested exhaustively, transition by transition.
+protocol: the names of the states come from `memproc.wire.vocabulary`, which imports nothing)
+so that it can be tested exhaustively, transition by transition.
 
 States:
 - `active`: current and served.
@@ -18,11 +19,13 @@ still current (active or challenged), and it is checked in the same place as the
 
 from __future__ import annotations
 
-from typing import Final, Literal, cast, get_args
+from typing import Final, Literal, get_args
 
 from memproc.errors import Conflict
+from memproc.wire.vocabulary import Status
 
-State = Literal["active", "challenged", "superseded", "invalidated", "forgotten", "purged"]
+# A memory's state is its status on the wire and in the store: one set of names.
+State = Status
 Action = Literal[
     "challenge",
     "uphold",
@@ -69,20 +72,20 @@ SERVED: Final[frozenset[State]] = frozenset({"active", "challenged"})
 HIDDEN: Final[frozenset[State]] = frozenset({"forgotten", "purged"})
 
 
-def next_state(action: Action, current: str) -> State:
+def next_state(action: Action, current: State) -> State:
     """The state `action` leads to from `current`; -32003 with `data.state` when illegal."""
-    target = TRANSITIONS.get((action, cast(State, current)))
+    target = TRANSITIONS.get((action, current))
     if target is None:
         raise Conflict(f"cannot {action} a memory that is {current}", state=current)
     return target
 
 
-def is_repeat(action: Action, current: str) -> bool:
+def is_repeat(action: Action, current: State) -> bool:
     """True when `action` was already applied: its target state is the current one."""
     return IDEMPOTENT.get(action) == current
 
 
-def impacts_citers(before: str, after: str) -> bool:
+def impacts_citers(before: State, after: State) -> bool:
     """Whether records citing the memory must be told: any move out of `active` (a challenge
     too: what rests on a doubted memory deserves a look) or out of being served at all."""
     return before != after and (before == "active" or after not in SERVED)

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from memproc.config import Config
 from memproc.errors import MemprocError, StorageUnavailable
@@ -221,7 +221,7 @@ class Runtime:
         finally:
             cache.release_loading()
 
-    def store_state(self) -> tuple[str, str | None]:
+    def store_state(self) -> tuple[Literal["loading", "ready", "failed"], str | None]:
         if self._store is not None:
             try:
                 self._store.check_path()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memproc.models.manifest import ModelKind, Pooling
+
 HF_ENDPOINT = "https://huggingface.co"
 
 
@@ -29,11 +31,11 @@ class RepoFile:
 @dataclass(frozen=True)
 class CatalogEntry:
     name: str
-    kind: str
+    kind: ModelKind
     licence: str
     source: str
     files: dict[str, WheelFile | RepoFile]
-    pooling: str = "cls"
+    pooling: Pooling = "cls"
     normalize: bool = True
     dims: int | None = None
     max_length: int = 512

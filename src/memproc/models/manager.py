@@ -12,14 +12,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from memproc.errors import NotReady
-from memproc.models.manifest import ModelError, read_manifest
+from memproc.models.manifest import ModelError, ModelKind, read_manifest
 
 log = logging.getLogger("memproc.models")
 
-ModelKind = Literal["embedder", "reranker"]
 # "auto" prefers these, in order, among the installed models of each kind.
 PREFERRED: dict[str, tuple[str, ...]] = {
     "embedder": ("bge-small-en-v1.5", "minilm-l6-int8"),
@@ -130,7 +129,7 @@ class ModelManager:
             if not os.path.isdir(directory):
                 raise ModelError("not_installed", f"{slot.name} is not in {self.models_dir}")
             loader = Embedder if slot.kind == "embedder" else Reranker
-            slot.model = loader(directory, threads=self.threads)
+            model = loader(directory, threads=self.threads)
         except ModelError as exc:
             slot.state, slot.reason = "failed", f"{exc.reason}: {exc}"
             log.error("model failed to load", extra={"kind": slot.kind, "reason": exc.reason})
@@ -138,17 +137,24 @@ class ModelManager:
             slot.state, slot.reason = "failed", f"unexpected: {type(exc).__name__}"
             log.exception("model failed to load", extra={"kind": slot.kind})
         else:
-            slot.load_seconds = time.perf_counter() - started
-            # Settled first: once the state says ready, get(wait_s=0) must hand the model out,
-            # or a write sent on seeing "ready" is stored without vectors.
-            slot.settled.set()
-            slot.state = "ready"
-            log.info("model ready", extra={"kind": slot.kind, "model": slot.name})
+            self.install(slot.kind, model, time.perf_counter() - started)
         finally:
             slot.settled.set()
-        if slot.state == "ready":
-            for callback in self._ready_callbacks:
-                callback(slot.kind, slot.model)
+
+    def install(self, kind: ModelKind, model: Any, load_seconds: float = 0.0) -> None:
+        """Put a loaded model in its slot, as the loader does with one it loaded: the slot
+        settles, says ready, and the ready-callbacks run (the embedder's starts a backfill).
+        A benchmark installs one model in the runtimes of many stores this way."""
+        slot = self.slots[kind]
+        slot.name = slot.name or model.name
+        slot.model, slot.reason, slot.load_seconds = model, None, load_seconds
+        # Settled first: once the state says ready, get(wait_s=0) must hand the model out,
+        # or a write sent on seeing "ready" is stored without vectors.
+        slot.settled.set()
+        slot.state = "ready"
+        log.info("model ready", extra={"kind": kind, "model": slot.name})
+        for callback in self._ready_callbacks:
+            callback(kind, model)
 
     # -- use ---------------------------------------------------------------------------------
 

@@ -27,6 +27,12 @@ REQUIRED_FILES = (SOURCE_GRAPH, "tokenizer.json")
 Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
 
 
+# What a model is for, and how an embedder pools its tokens: the manifest, the catalog and
+# the model manager all use these.
+ModelKind = Literal["embedder", "reranker"]
+Pooling = Literal["cls", "mean"]
+
+
 class ModelError(Exception):
     """A model directory cannot be used. `reason` is a short machine-readable word."""
 
@@ -37,8 +43,8 @@ class ModelError(Exception):
 
 class ModelManifest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     name: Annotated[str, msgspec.Meta(pattern="^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
-    kind: Literal["embedder", "reranker"]
-    pooling: Literal["cls", "mean"] = "cls"
+    kind: ModelKind
+    pooling: Pooling = "cls"
     normalize: bool = True
     dims: Annotated[int, msgspec.Meta(ge=1, le=8192)] | None = None
     max_length: Annotated[int, msgspec.Meta(ge=8, le=8192)] = 512

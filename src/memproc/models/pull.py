@@ -147,8 +147,8 @@ def _replace_dir(staging: str, target: str) -> None:
 def _manifest(entry: CatalogEntry, hashes: dict[str, str]) -> ModelManifest:
     return ModelManifest(
         name=entry.name,
-        kind=entry.kind,  # type: ignore[arg-type]
-        pooling=entry.pooling,  # type: ignore[arg-type]
+        kind=entry.kind,
+        pooling=entry.pooling,
         normalize=entry.normalize,
         dims=entry.dims,
         max_length=entry.max_length,

@@ -208,6 +208,16 @@ class OnnxModel:
     def name(self) -> str:
         return self.manifest.name
 
+    @property
+    def session(self) -> Any:
+        """The onnxruntime session (shared by every model over the same graph and threads)."""
+        return self._session
+
+    def feeds(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+        """The session's feeds for `inputs`, tokenized and padded as one batch: what a
+        benchmark's floor hands onnxruntime directly."""
+        return self._feeds(self._tokenizer.encode_batch(list(inputs)))
+
     def _run_batched(
         self, inputs: Sequence[Any], out: np.ndarray, batch_fn: Callable[[dict[str, Any]], Any]
     ) -> np.ndarray:

@@ -209,9 +209,9 @@ def _procedure_item(record: procedure_sql.VersionRecord) -> ContextProcedure:
 def _memory_item(record: MemoryRecord) -> ContextMemory:
     return ContextMemory(
         id=record.id,
-        kind=record.kind,  # type: ignore[arg-type]
+        kind=record.kind,
         content=record.content,
-        status=record.status,  # type: ignore[arg-type]
+        status=record.status,
         tags=record.tags,
         importance=record.importance,
         created_at=record.created_at,

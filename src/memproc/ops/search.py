@@ -204,9 +204,9 @@ def _explain_order(candidate: Candidate) -> tuple[int, float]:
 def _candidate_view(candidate: Candidate) -> CandidateExplanation:
     return CandidateExplanation(
         id=candidate.record.id,
-        kind=candidate.record.kind,  # type: ignore[arg-type]
-        status=candidate.record.status,  # type: ignore[arg-type]
-        outcome=candidate.outcome,  # type: ignore[arg-type]
+        kind=candidate.record.kind,
+        status=candidate.record.status,
+        outcome=candidate.outcome,
         reason=candidate.reason,
         lexical_rank=candidate.lexical_rank,
         lexical_score=candidate.lexical_score,

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 
@@ -26,6 +26,11 @@ from memproc.store.vectors import EmbedderRow
 
 if TYPE_CHECKING:  # numpy-backed: not imported at start-up
     from memproc.retrieval.dense_cache import DenseCache
+
+# What became of a candidate: the pipeline decides it, and `explain` shows it. The wire's
+# `memproc.wire.messages.Outcome` is the same set in the same order, and a test keeps them
+# so: retrieval works below the wire and does not import it.
+Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
 
 # Dense search runs over chunks; ask for more chunks than memories so that several chunks of
 # one long memory do not crowd out other memories.
@@ -67,7 +72,7 @@ class Candidate:
     rerank_score: float | None = None
     rerank_rank: int | None = None
     final_score: float = 0.0
-    outcome: str = "outside_limit"
+    outcome: Outcome = "outside_limit"
     reason: str | None = None
 
 

@@ -90,7 +90,7 @@ def server_info(ctx: OpContext, params: ServerInfoParams) -> ServerInfoResult:
             "shutdown_deadline_s": config.shutdown_deadline_s,
         },
         components={
-            "store": ComponentState(state=state, reason=reason),  # type: ignore[arg-type]
+            "store": ComponentState(state=state, reason=reason),
             **{
                 kind: msgspec.convert(described, ComponentState)
                 for kind, described in ctx.runtime.models.states().items()

@@ -16,6 +16,8 @@ import orjson
 
 from memproc.store.events import EventRow, latest_challenges
 from memproc.store.records import MemoryRecord
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import InactiveState, Status
 
 MEMORY_REF = "memory:"
 
@@ -23,7 +25,7 @@ MEMORY_REF = "memory:"
 class Annotation(msgspec.Struct, kw_only=True):
     refs: list[str] = msgspec.field(default_factory=list)
     # (ref, state) for each cited memory that is not active; `missing` if it does not exist.
-    rests_on_inactive: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    rests_on_inactive: list[tuple[str, InactiveState]] = msgspec.field(default_factory=list)
     challenge: EventRow | None = None
 
 
@@ -35,11 +37,11 @@ def annotate(conn: apsw.Connection, records: Sequence[MemoryRecord]) -> dict[int
     """An Annotation for each record, by seq (empty ones included)."""
     found = {record.seq: Annotation() for record in records}
     by_ref = {(record.scope, memory_ref(record.id)): record.seq for record in records}
-    for scope, citing, cited, status in _citations_with_status(conn, list(by_ref)):
-        annotation = found[by_ref[(scope, citing)]]
-        annotation.refs.append(cited)
-        if cited.startswith(MEMORY_REF) and status != "active":
-            annotation.rests_on_inactive.append((cited, status or "missing"))
+    for citation in _citations_with_status(conn, list(by_ref)):
+        annotation = found[by_ref[(citation.scope, citation.citing)]]
+        annotation.refs.append(citation.cited)
+        if citation.cited.startswith(MEMORY_REF) and citation.status != "active":
+            annotation.rests_on_inactive.append((citation.cited, citation.status or "missing"))
     challenged = [record.seq for record in records if record.status == "challenged"]
     if challenged:
         for seq, event in latest_challenges(conn, challenged).items():
@@ -47,11 +49,19 @@ def annotate(conn: apsw.Connection, records: Sequence[MemoryRecord]) -> dict[int
     return found
 
 
-def _citations_with_status(
-    conn: apsw.Connection, citing: list[tuple[str, str]]
-) -> list[tuple[str, str, str, str | None]]:
-    """(scope, citing, cited, cited memory's status or None) for every citation of `citing`.
-    A cited memory is looked up in the citation's own scope only."""
+class _Citation(msgspec.Struct, frozen=True, array_like=True):
+    scope: str
+    citing: str
+    cited: str
+    status: Status | None  # the cited memory's; None when it is not a memory that exists
+
+
+_citation = RowDecoder(_Citation)
+
+
+def _citations_with_status(conn: apsw.Connection, citing: list[tuple[str, str]]) -> list[_Citation]:
+    """Every citation of `citing`, with the cited memory's status. A cited memory is looked
+    up in the citation's own scope only."""
     if not citing:
         return []
     rows = conn.execute(
@@ -62,4 +72,4 @@ def _citations_with_status(
         "ORDER BY c.scope, c.citing, c.cited",
         (orjson.dumps(citing).decode(),),
     )
-    return [(scope, citing_ref, cited, status) for scope, citing_ref, cited, status in rows]
+    return [_citation(row) for row in rows]

@@ -6,18 +6,13 @@ is updated in place, which is what keeps every earlier revision readable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import apsw
 import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.rows import RowDecoder
 
-_COLUMNS = (
-    "seq, scope, task, revision, cleared, summary, decisions, next_steps, blockers, files, saved_at"
-)
 # Rows that are the newest revision of their task.
 _NEWEST = (
     "revision = (SELECT max(revision) FROM checkpoints AS n "
@@ -25,7 +20,9 @@ _NEWEST = (
 )
 
 
-class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True):
+class CheckpointRow(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A row of `checkpoints`: the fields are its columns, in order."""
+
     seq: int
     scope: str
     task: str
@@ -50,23 +47,12 @@ class CheckpointContent(msgspec.Struct, frozen=True, kw_only=True):
 CLEARED = CheckpointContent(summary="", decisions=[], next_steps=[], blockers=[], files=[])
 
 
-def _row(values: Sequence[Any]) -> CheckpointRow:
-    seq, scope, task, revision, cleared, summary, decisions, next_steps, blockers, files, at = (
-        values
-    )
-    return CheckpointRow(
-        seq=seq,
-        scope=scope,
-        task=task,
-        revision=revision,
-        cleared=bool(cleared),
-        summary=summary,
-        decisions=orjson.loads(decisions),
-        next_steps=orjson.loads(next_steps),
-        blockers=orjson.loads(blockers),
-        files=orjson.loads(files),
-        saved_at=at,
-    )
+# SQLite has no booleans: `cleared` is stored as 0 or 1, which only msgspec's lax mode reads
+# as a bool. The table is STRICT, so no other column's type is loosened in practice.
+_row = RowDecoder(
+    CheckpointRow, json=("decisions", "next_steps", "blockers", "files"), strict=False
+)
+_COLUMNS = _row.columns()
 
 
 def newest(conn: apsw.Connection, scope: str, task: str) -> CheckpointRow | None:

@@ -11,42 +11,33 @@ import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import Status
 
 
-class EventRow(msgspec.Struct, frozen=True, kw_only=True):
+class EventRow(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A row of `memory_events`: the fields are its columns, in order."""
+
     memory_seq: int
     at: str
     action: str
-    from_status: str | None
-    to_status: str
+    from_status: Status | None  # None for the first entry (`remember`)
+    to_status: Status
     reason: str | None
     source: dict[str, Any]
     related: str | None  # the successor's id for a supersede
 
 
-_COLUMNS = "memory_seq, at, action, from_status, to_status, reason, source, related"
-
-
-def _row(row: Sequence[Any]) -> EventRow:
-    seq, at, action, from_status, to_status, reason, source, related = row
-    return EventRow(
-        memory_seq=seq,
-        at=at,
-        action=action,
-        from_status=from_status,
-        to_status=to_status,
-        reason=reason,
-        source=orjson.loads(source),
-        related=related,
-    )
+_row = RowDecoder(EventRow, json=("source",))
+_COLUMNS = _row.columns()
 
 
 def record(
     conn: apsw.Connection,
     memory_seq: int,
     action: str,
-    from_status: str | None,
-    to_status: str,
+    from_status: Status | None,
+    to_status: Status,
     *,
     reason: str | None,
     source: dict[str, Any],

@@ -7,18 +7,17 @@ as a row (to be reported) instead of failing inside the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import apsw
 import msgspec
 
 from memproc.clock import now_rfc3339
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import Status
 
-_COLUMNS = "seq, scope, evidence_id, claim, session, payload, sha256, recorded_at"
 
+class EvidenceRow(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A row of `evidence`: the fields are its columns, in order."""
 
-class EvidenceRow(msgspec.Struct, frozen=True, kw_only=True):
     seq: int
     scope: str
     evidence_id: str
@@ -38,18 +37,8 @@ class NewEvidence(msgspec.Struct, frozen=True, kw_only=True):
     sha256: str
 
 
-def _row(values: Sequence[Any]) -> EvidenceRow:
-    seq, scope, evidence_id, claim, session, payload, sha256, recorded_at = values
-    return EvidenceRow(
-        seq=seq,
-        scope=scope,
-        evidence_id=evidence_id,
-        claim=claim,
-        session=session,
-        payload=payload,
-        sha256=sha256,
-        recorded_at=recorded_at,
-    )
+_row = RowDecoder(EvidenceRow)
+_COLUMNS = _row.columns()
 
 
 def insert(conn: apsw.Connection, new: NewEvidence) -> EvidenceRow:
@@ -110,10 +99,17 @@ def count(conn: apsw.Connection, scope: str) -> int:
     return int(conn.execute("SELECT count(*) FROM evidence WHERE scope = ?", (scope,)).get)
 
 
-def memory_status(conn: apsw.Connection, scope: str, memory_id: str) -> str | None:
+class _MemoryStatus(msgspec.Struct, frozen=True, array_like=True):
+    status: Status
+
+
+_memory_status = RowDecoder(_MemoryStatus)
+
+
+def memory_status(conn: apsw.Connection, scope: str, memory_id: str) -> Status | None:
     """The status of a memory an evidence record rests on; only the status, so a purged
     tombstone (which has no content) is read the same way as any other row."""
     row = conn.execute(
         "SELECT status FROM memories WHERE scope = ? AND id = ?", (scope, memory_id)
     ).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else _memory_status(row).status

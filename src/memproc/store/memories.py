@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import apsw
+import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
@@ -14,16 +15,16 @@ from memproc.ids import uuid7
 from memproc.store import events, revisions, vectors
 from memproc.store.records import (
     HIDDEN_STATUSES,
+    MEMORY_ROW,
     SEARCHABLE_STATUSES,
     MemoryRecord,
     NewMemory,
     SearchRow,
 )
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import Status
 
-_COLUMNS = (
-    "seq, id, scope, kind, content, tags, metadata, source, importance, status, "
-    "created_at, updated_at, occurred_at, revision, superseded_by"
-)
+_COLUMNS = MEMORY_ROW.columns()
 _HIDDEN = orjson.dumps(HIDDEN_STATUSES).decode()
 _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
 # FTS5 column weights for bm25(): content, then tags. FTS5 multiplies a column's hit counts by
@@ -35,28 +36,6 @@ _BM25_WEIGHTS = "1.0, 0.5, 0.5"
 
 def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    seq, id_, scope, kind, content, tags, metadata, source, importance, status = row[:10]
-    c_at, u_at, o_at, revision, superseded_by = row[10:]
-    return MemoryRecord(
-        seq=seq,
-        id=id_,
-        scope=scope,
-        kind=kind,
-        content=content,
-        tags=orjson.loads(tags),
-        metadata=orjson.loads(metadata),
-        source=orjson.loads(source),
-        importance=importance,
-        status=status,
-        created_at=c_at,
-        updated_at=u_at,
-        occurred_at=o_at,
-        revision=revision,
-        superseded_by=superseded_by,
-    )
 
 
 def find_by_client_token(conn: apsw.Connection, scope: str, token: str) -> str | None:
@@ -119,7 +98,7 @@ def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | Non
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (scope, memory_id)
     ).fetchone()
-    return None if row is None else _record(row)
+    return None if row is None else MEMORY_ROW(row)
 
 
 def get_many_by_seq(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -127,7 +106,7 @@ def get_many_by_seq(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Mem
         f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
         (orjson.dumps(list(seqs)).decode(),),
     )
-    return {record.seq: record for record in map(_record, rows)}
+    return {record.seq: record for record in map(MEMORY_ROW, rows)}
 
 
 def list_page(
@@ -153,7 +132,7 @@ def list_page(
             "limit": limit,
         },
     ).fetchall()
-    return [_record(row) for row in rows]
+    return [MEMORY_ROW(row) for row in rows]
 
 
 def set_status(conn: apsw.Connection, seq: int, status: str, reason: str | None) -> None:
@@ -180,7 +159,15 @@ def set_successor(conn: apsw.Connection, seq: int, successor_id: str) -> None:
     conn.execute("UPDATE memories SET superseded_by = ? WHERE seq = ?", (successor_id, seq))
 
 
-def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> dict[str, str]:
+class _IdStatus(msgspec.Struct, frozen=True, array_like=True):
+    id: str
+    status: Status
+
+
+_id_status = RowDecoder(_IdStatus)
+
+
+def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> dict[str, Status]:
     """The status of each of `memory_ids` that exists in `scope` (other scopes' are absent).
 
     Driven from the ids through their unique index (CROSS JOIN fixes the order): left to
@@ -193,7 +180,7 @@ def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> di
         "ON m.id = j.value WHERE m.scope = ?",
         (orjson.dumps(list(memory_ids)).decode(), scope),
     )
-    return {memory_id: status for memory_id, status in rows}
+    return {found.id: found.status for found in map(_id_status, rows)}
 
 
 # How the lexical channel applies its filters (see search_lexical): the ranking alone is read
@@ -204,7 +191,7 @@ LEXICAL_DEPTH_FACTOR = 10
 LEXICAL_MIN_DEPTH = 200
 LEXICAL_RANK_FIRST_FROM = 5_000
 LEXICAL_SAMPLE = 100
-_M_COLUMNS = ", ".join(f"m.{name.strip()}" for name in _COLUMNS.split(","))
+_M_COLUMNS = MEMORY_ROW.columns("m.")
 _SERVABLE = (
     "m.scope IN (SELECT value FROM json_each(:scopes)) "
     "AND m.status IN (SELECT value FROM json_each(:statuses)) "
@@ -284,7 +271,7 @@ def _search_filtered(conn: apsw.Connection, match: str, filters: dict[str, Any])
         "CROSS JOIN memories AS m ON m.seq = f.seq ORDER BY f.score, f.seq",
         {"match": match, **filters},
     )
-    return [SearchRow(record=_record(row[:-1]), bm25=row[-1]) for row in rows]
+    return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=row[-1]) for row in rows]
 
 
 def _servable_in_order(
@@ -298,7 +285,7 @@ def _servable_in_order(
         f"ON m.seq = j.value WHERE {_SERVABLE} ORDER BY j.key LIMIT :limit",
         {"seqs": orjson.dumps([seq for seq, _ in ranked]).decode(), **filters},
     )
-    return [SearchRow(record=_record(row[:-1]), bm25=ranked[row[-1]][1]) for row in rows]
+    return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=ranked[row[-1]][1]) for row in rows]
 
 
 def context_of(conn: apsw.Connection, seq: int) -> str | None:

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
+import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import EpisodeOutcome
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class NewEpisode:
     scope: str
     procedure_id: str | None
     version_id: str | None
-    outcome: str
+    outcome: EpisodeOutcome
     failed_at_step: int | None
     notes: str
 
@@ -58,8 +61,9 @@ def episode_exists(conn: apsw.Connection, scope: str, episode_id: str) -> bool:
     return row is not None
 
 
-@dataclass(frozen=True)
-class AuditEntry:
+class AuditEntry(msgspec.Struct, frozen=True, array_like=True):
+    """A row of `procedure_audit`: the fields are the columns a read selects, in order."""
+
     seq: int
     procedure_id: str
     version_id: str | None
@@ -68,6 +72,10 @@ class AuditEntry:
     reason: str | None
     detail: dict[str, Any]
     at: str
+
+
+_entry = RowDecoder(AuditEntry, json=("detail",))
+_ENTRY_COLUMNS = _entry.columns()
 
 
 def append(
@@ -102,12 +110,9 @@ def entries(
 ) -> list[AuditEntry]:
     """Oldest first from `after_seq`, optionally for one procedure."""
     rows = conn.execute(
-        "SELECT seq, procedure_id, version_id, event, actor, reason, detail, at "
+        f"SELECT {_ENTRY_COLUMNS} "
         "FROM procedure_audit WHERE scope = :scope AND seq > :after "
         "AND (:procedure IS NULL OR procedure_id = :procedure) ORDER BY seq LIMIT :limit",
         {"scope": scope, "after": after_seq, "procedure": procedure_id, "limit": limit},
     )
-    return [
-        AuditEntry(seq, pid, vid, event, actor, reason, orjson.loads(detail), at)
-        for seq, pid, vid, event, actor, reason, detail, at in rows
-    ]
+    return [_entry(row) for row in rows]

@@ -13,20 +13,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
+import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
-
-_VERSION_COLUMNS = (
-    "v.seq, v.id, v.procedure_id, v.scope, p.name, v.version, v.parent_id, v.status, v.body, "
-    "v.reason, v.findings, v.episode_id, v.created_at, p.success_count, p.failure_count"
-)
-_FROM = "FROM procedure_versions AS v JOIN procedures AS p ON p.id = v.procedure_id"
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import VersionStatus
 
 
-@dataclass(frozen=True)
-class VersionRecord:
+class VersionRecord(msgspec.Struct, frozen=True, array_like=True):
+    """A version joined with its procedure: the fields are the columns a read selects, in
+    order, from `procedure_versions` (v) but for those `_FROM_PROCEDURE` names (p)."""
+
     seq: int
     id: str
     procedure_id: str
@@ -34,7 +33,7 @@ class VersionRecord:
     name: str
     version: int
     parent_id: str | None
-    status: str
+    status: VersionStatus
     body: dict[str, Any]
     reason: str | None
     findings: list[dict[str, Any]]
@@ -44,11 +43,12 @@ class VersionRecord:
     failure_count: int
 
 
-def _record(row: Sequence[Any]) -> VersionRecord:
-    values = list(row)
-    values[8] = orjson.loads(values[8])
-    values[10] = orjson.loads(values[10])
-    return VersionRecord(*values)
+_FROM_PROCEDURE = frozenset({"name", "success_count", "failure_count"})
+_record = RowDecoder(VersionRecord, json=("body", "findings"))
+_VERSION_COLUMNS = ", ".join(
+    f"{'p' if name in _FROM_PROCEDURE else 'v'}.{name}" for name in _record.fields
+)
+_FROM = "FROM procedure_versions AS v JOIN procedures AS p ON p.id = v.procedure_id"
 
 
 def _one(conn: apsw.Connection, where: str, bindings: tuple[Any, ...]) -> VersionRecord | None:
@@ -87,7 +87,7 @@ def insert_procedure(conn: apsw.Connection, scope: str, name: str) -> str:
 class NewVersion:
     procedure_id: str
     scope: str
-    status: str
+    status: VersionStatus
     body: dict[str, Any]
     search_text: str
     parent_id: str | None = None
@@ -141,7 +141,7 @@ def current_version(conn: apsw.Connection, scope: str, procedure_id: str) -> Ver
     )
 
 
-def set_status(conn: apsw.Connection, version_id: str, status: str) -> None:
+def set_status(conn: apsw.Connection, version_id: str, status: VersionStatus) -> None:
     conn.execute(
         "UPDATE procedure_versions SET status = ?, updated_at = ? WHERE id = ?",
         (status, now_rfc3339(), version_id),

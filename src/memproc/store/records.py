@@ -7,6 +7,8 @@ from typing import Any
 import msgspec
 
 from memproc.lifecycle import HIDDEN, SERVED, STATES
+from memproc.store.rows import RowDecoder
+from memproc.wire.vocabulary import Kind, Status
 
 # Statuses a search may serve, and statuses hidden from every read: both decided by the state
 # machine in `memproc.lifecycle`, spelt here as tuples for SQL's json_each.
@@ -14,17 +16,19 @@ SEARCHABLE_STATUSES = tuple(state for state in STATES if state in SERVED)
 HIDDEN_STATUSES = tuple(state for state in STATES if state in HIDDEN)
 
 
-class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True):
+class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A row of `memories`: the fields are the columns a read selects, in order."""
+
     seq: int
     id: str
     scope: str
-    kind: str
+    kind: Kind
     content: str
     tags: list[str]
     metadata: dict[str, Any]
     source: dict[str, Any]
     importance: float
-    status: str
+    status: Status
     created_at: str
     updated_at: str
     occurred_at: str | None = None
@@ -32,9 +36,12 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
 
 
+MEMORY_ROW = RowDecoder(MemoryRecord, json=("tags", "metadata", "source"))
+
+
 class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     scope: str
-    kind: str
+    kind: Kind
     content: str
     tags: list[str]
     metadata: dict[str, Any]

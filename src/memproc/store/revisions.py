@@ -13,14 +13,21 @@ import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.rows import RowDecoder
 
 
-class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
+class RevisionRow(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A row of `memory_revisions`: the fields are the columns a read selects, in order."""
+
     revision: int
     content: str
     reason: str | None
     source: dict[str, Any]
     created_at: str
+
+
+_row = RowDecoder(RevisionRow, json=("source",))
+_COLUMNS = _row.columns()
 
 
 def add(
@@ -52,20 +59,10 @@ def add(
 def list_all(conn: apsw.Connection, memory_seq: int) -> list[RevisionRow]:
     """Oldest first."""
     rows = conn.execute(
-        "SELECT revision, content, reason, source, created_at FROM memory_revisions "
-        "WHERE memory_seq = ? ORDER BY revision",
+        f"SELECT {_COLUMNS} FROM memory_revisions WHERE memory_seq = ? ORDER BY revision",
         (memory_seq,),
     )
-    return [
-        RevisionRow(
-            revision=revision,
-            content=content,
-            reason=reason,
-            source=orjson.loads(source),
-            created_at=created_at,
-        )
-        for revision, content, reason, source, created_at in rows
-    ]
+    return [_row(row) for row in rows]
 
 
 def delete_all(conn: apsw.Connection, memory_seq: int) -> None:

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-Kind = Literal["fact", "decision", "error", "preference", "note", "episode"]
-Status = Literal["active", "challenged", "superseded", "invalidated", "forgotten", "purged"]
+from memproc.wire.vocabulary import InactiveState, Kind, Status
+
 SearchMode = Literal["lexical", "dense", "hybrid"]
 
 Scope = Annotated[
@@ -168,7 +168,7 @@ class InactiveRef(msgspec.Struct, kw_only=True):
     """A memory this one cites that is no longer active (`missing`: it does not exist)."""
 
     ref: str
-    state: Literal["challenged", "superseded", "invalidated", "forgotten", "purged", "missing"]
+    state: InactiveState
 
 
 class Impact(msgspec.Struct, kw_only=True):

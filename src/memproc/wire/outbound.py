@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
+
+from memproc.wire.vocabulary import ReplyOutcome
 
 JUDGE = "gate/judge"
 SETTLED = "gate/settled"
@@ -48,9 +50,6 @@ SERVER_MESSAGES: tuple[ServerMessage, ...] = (
 )
 SERVER_REQUESTS = [m.name for m in SERVER_MESSAGES if m.result is not None]
 SERVER_NOTIFICATIONS = [m.name for m in SERVER_MESSAGES if m.result is None]
-
-# How a server-to-client call ended (`JudgeOutcome` in procedure_messages is the same set).
-ReplyOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
 
 
 @dataclass(frozen=True)

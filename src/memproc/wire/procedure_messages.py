@@ -22,11 +22,11 @@ from memproc.wire.messages import (
     Scope,
     ShortText,
 )
+from memproc.wire.vocabulary import EpisodeOutcome, ReplyOutcome, VersionStatus
 
 ProcedureId = MemoryId
 Name = Annotated[str, Meta(min_length=1, max_length=256)]
 StepText = Annotated[str, Meta(max_length=4000)]
-VersionStatus = Literal["current", "quarantined", "retired", "rejected"]
 PageLimit = Annotated[int, Meta(ge=1, le=200)]
 
 
@@ -223,8 +223,8 @@ class EvolveProcedureParams(Params, kw_only=True):
     episode_id: ProcedureId | None = None
 
 
-# How a `gate/judge` call ended (memproc.wire.outbound.ReplyOutcome is the same set).
-JudgeOutcome = Literal["answered", "refused", "timed_out", "client_gone", "malformed"]
+# How a `gate/judge` call ended.
+JudgeOutcome = ReplyOutcome
 
 
 class UndecidedPair(msgspec.Struct, kw_only=True):
@@ -274,7 +274,7 @@ class EntityAliasResult(Result, kw_only=True):
 class RecordEpisodeParams(Params, kw_only=True):
     scope: Scope | None = None
     procedure_id: ProcedureId | None = None
-    outcome: Literal["success", "failure"]
+    outcome: EpisodeOutcome
     failed_at_step: Annotated[int, Meta(ge=1, le=10_000)] | None = None
     notes: Annotated[str, Meta(max_length=16_000)] = ""
 

@@ -75,7 +75,7 @@ def history(ctx: OpContext, params: HistoryParams) -> HistoryResult:
         event_rows = events.list_all(conn, record.seq)
     return HistoryResult(
         id=record.id,
-        status=record.status,  # type: ignore[arg-type]
+        status=record.status,
         revisions=[revision_view(row) for row in revision_rows],
         changes=[change_view(row) for row in event_rows],
     )

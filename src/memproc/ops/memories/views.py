@@ -35,13 +35,13 @@ def memory_view(record: MemoryRecord, annotation: Annotation | None = None) -> M
     return Memory(
         id=record.id,
         scope=record.scope,
-        kind=record.kind,  # type: ignore[arg-type]
+        kind=record.kind,
         content=record.content,
         tags=record.tags,
         metadata=record.metadata,
         source=Source(**record.source),
         importance=record.importance,
-        status=record.status,  # type: ignore[arg-type]
+        status=record.status,
         created_at=record.created_at,
         updated_at=record.updated_at,
         occurred_at=record.occurred_at,
@@ -64,10 +64,10 @@ def hit_view(
     return SearchHit(
         id=record.id,
         scope=record.scope,
-        kind=record.kind,  # type: ignore[arg-type]
+        kind=record.kind,
         content=record.content,
         score=score,
-        status=record.status,  # type: ignore[arg-type]
+        status=record.status,
         created_at=record.created_at,
         tags=record.tags,
         source=Source(**record.source),
@@ -85,7 +85,7 @@ def _challenge(record: MemoryRecord, annotation: Annotation) -> Challenge | None
 
 
 def _inactive(annotation: Annotation) -> list[InactiveRef]:
-    return [InactiveRef(ref=ref, state=state) for ref, state in annotation.rests_on_inactive]  # type: ignore[arg-type]
+    return [InactiveRef(ref=ref, state=state) for ref, state in annotation.rests_on_inactive]
 
 
 def _source(stored: dict[str, Any]) -> Source:
@@ -106,8 +106,8 @@ def change_view(row: EventRow) -> StateChange:
     return StateChange(
         at=row.at,
         action=row.action,
-        previous=row.from_status,  # type: ignore[arg-type]
-        status=row.to_status,  # type: ignore[arg-type]
+        previous=row.from_status,
+        status=row.to_status,
         reason=row.reason,
         source=_source(row.source),
         successor=row.related,

@@ -7,8 +7,8 @@ version or the new one, never none. Slow work (embedding) happens before the wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
 
 import apsw
 import msgspec
@@ -71,13 +71,22 @@ def search_text(name: str, body: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _embed(ctx: OpContext, text: str) -> tuple[str, bytes] | None:
-    """(fingerprint, vector) for procedure.search when an embedder is ready, else None."""
+class SearchVector(NamedTuple):
+    """A version's vector for procedure.search, and the text it was embedded from."""
+
+    text: str
+    fingerprint: str
+    vector: bytes
+
+
+def search_vector(ctx: OpContext, text: str) -> SearchVector | None:
+    """The vector of `text` when an embedder is ready, else None (procedure.search embeds
+    what has none when it needs it)."""
     index = ctx.runtime.vector_index(0.0, required=False)
     if index is None:
         return None
     vector = index.embedder.embed_documents([text])[0]
-    return index.fingerprint, vector.tobytes()
+    return SearchVector(text, index.fingerprint, vector.tobytes())
 
 
 def create(ctx: OpContext, params: CreateProcedureParams) -> CreateProcedureResult:
@@ -85,7 +94,7 @@ def create(ctx: OpContext, params: CreateProcedureParams) -> CreateProcedureResu
     fields = {f: getattr(params, f) for f in BODY_FIELDS}
     body = body_of(fields)
     text = search_text(params.name, body)
-    vector = _embed(ctx, text)
+    vector = search_vector(ctx, text)
     ctx.token.check()
     with ctx.runtime.store().writing(ctx.token) as conn:
         if procedure_sql.find_id_by_name(conn, scope, params.name) is not None:
@@ -96,7 +105,7 @@ def create(ctx: OpContext, params: CreateProcedureParams) -> CreateProcedureResu
         version = procedure_sql.insert_version(conn, new)
         procedure_sql.promote(conn, scope, version)
         pg.index(conn, scope, pg.gate_procedure(procedure_id, params.name, body), params.refs)
-        _store_vector(conn, version.seq, vector)
+        _store_vector(conn, version.seq, text, vector)
         log_sql.append(conn, scope, procedure_id, version.id, "created")
     return CreateProcedureResult(id=procedure_id, version_id=version.id)
 
@@ -110,9 +119,12 @@ def _check_references(conn: apsw.Connection, scope: str, fields: dict[str, Any],
     citing.check_refs(conn, scope, fields.get("refs", []), f"{path}.refs")
 
 
-def _store_vector(conn: apsw.Connection, seq: int, vector: tuple[str, bytes] | None) -> None:
-    if vector is not None:
-        procedure_sql.put_vector(conn, seq, vector[0], vector[1])
+def _store_vector(conn: apsw.Connection, seq: int, text: str, vector: SearchVector | None) -> None:
+    """Store the vector if it was embedded from the version's own text: the text is read
+    before the write, and should the current version have changed in between, a vector of
+    other text would rank the version by what it does not say."""
+    if vector is not None and vector.text == text:
+        procedure_sql.put_vector(conn, seq, vector.fingerprint, vector.vector)
 
 
 def get(ctx: OpContext, params: GetProcedureParams) -> GetProcedureResult:
@@ -159,20 +171,38 @@ def evolve_with(
         old, new = pg.of_record(current), _revised(current, changes)
         aliases = pg.scope_aliases(conn, scope)
         found = pg.candidates(conn, scope, old, new, ctx.runtime.config.procedure_gate, aliases)
-    similar, semantic = pg.similarity(ctx, old, new, found)
-    vector = _embed(ctx, search_text(current.name, {**current.body, **changes}))
+    prepared = prepare(ctx, current.name, (old, new, found), {**current.body, **changes})
     ctx.token.check()
     with store.writing(ctx.token) as conn:
         if params.episode_id and not log_sql.episode_exists(conn, scope, params.episode_id):
             raise NotFound("episode not found", path="$.params.episode_id")
         _check_references(conn, scope, changes, "$.params")
         step = Revision(scope, params.id, changes, params.reason, params.episode_id)
-        applied = apply_revision(
-            ctx, conn, step, gate_fn, similar, vector=vector, semantic=semantic, ask_judge=True
-        )
+        applied = apply_revision(ctx, conn, step, gate_fn, prepared, ask_judge=True)
     if applied.judgement is not None:
         judging.send(ctx, applied.judgement)  # after the commit: an answer finds the revision
     return applied.result
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a revision needs that is slow to compute (embedding), computed before the write
+    that applies it so that the write lock is never held for it."""
+
+    similar: dict[tuple[str, str], float] = field(default_factory=dict)
+    semantic: pg.SemanticState = "not_needed"
+    vector: SearchVector | None = None
+
+
+# What a gate compares: the current version, the revision, and the candidates found for them.
+Compared = tuple[gate.Procedure, gate.Procedure, list[gate.Procedure]]
+
+
+def prepare(ctx: OpContext, name: str, compared: Compared, body: dict[str, Any]) -> Prepared:
+    """The semantic signal for the pairs the gate will ask about when it compares the
+    revision (old, new) with the candidates found, and the revised `body`'s search vector."""
+    similar, semantic = pg.similarity(ctx, *compared)
+    return Prepared(similar, semantic, search_vector(ctx, search_text(name, body)))
 
 
 class Revision(msgspec.Struct, frozen=True):
@@ -206,9 +236,7 @@ def apply_revision(
     conn: apsw.Connection,
     step: Revision,
     gate_fn: pg.GateFunction,
-    similar: dict[tuple[str, str], float],
-    vector: tuple[str, bytes] | None = None,
-    semantic: str = "not_needed",
+    prepared: Prepared,
     ask_judge: bool = False,
 ) -> Applied:
     """Inside the caller's write: store the revision, gate it, and promote or quarantine it.
@@ -220,8 +248,10 @@ def apply_revision(
     aliases = pg.scope_aliases(conn, step.scope)
     kind = ctx.runtime.config.procedure_gate
     found = pg.candidates(conn, step.scope, old, new, kind, aliases)
+    similar = prepared.similar
     assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
-    version = procedure_sql.insert_version(conn, _new_version(step, current, body))
+    stored = _new_version(step, current, body)
+    version = procedure_sql.insert_version(conn, stored)
     asking: dict[judging.Key, Any] = {}
     if ask_judge and not failed:
         revision = (step.scope, step.reason, version.id)
@@ -230,13 +260,13 @@ def apply_revision(
     findings = assessment.findings + settled.findings
     views = [msgspec.to_builtins(v) for v in finding_views(findings)]
     procedure_sql.set_findings(conn, version.id, views)
-    _store_vector(conn, version.seq, vector)
+    _store_vector(conn, version.seq, stored.search_text, prepared.vector)
     status: Literal["promoted", "quarantined"] = "quarantined" if findings else "promoted"
     if status == "promoted":
         procedure_sql.promote(conn, step.scope, version)
         pg.index(conn, step.scope, new, body.get("refs", []))
     detail: dict[str, Any] = {"status": status, "findings": views, "gate": kind}
-    detail["semantic"] = semantic
+    detail["semantic"] = prepared.semantic
     if settled.audit:
         detail["undecided"] = settled.audit
     if failed:

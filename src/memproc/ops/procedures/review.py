@@ -3,12 +3,15 @@
 
 Approving promotes the quarantined revision and may carry revisions of the dependents it
 affects, each gated in the same transaction: a reviewer fixes the dependents and lets the
-revision through at once, or nothing changes.
+revision through at once, or nothing changes. Each carried revision is gated and stored as an
+evolve's is, with the semantic signal and its search vector computed before the write.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+import apsw
 
 from memproc.errors import Conflict, NotFound
 from memproc.ops import cursors
@@ -16,9 +19,12 @@ from memproc.ops.context import OpContext
 from memproc.ops.procedures import gating as pg
 from memproc.ops.procedures.procedures import (
     BODY_FIELDS,
+    Compared,
+    Prepared,
     Revision,
     apply_revision,
     body_of,
+    prepare,
 )
 from memproc.ops.procedures.views import version_view
 from memproc.store import procedure_log as log_sql
@@ -27,6 +33,7 @@ from memproc.wire.procedure_messages import (
     AuditEntry,
     AuditParams,
     AuditResult,
+    DependentRevision,
     EvolveProcedureResult,
     ReviewDecideParams,
     ReviewDecideResult,
@@ -68,6 +75,9 @@ def review_decide(ctx: OpContext, params: ReviewDecideParams) -> ReviewDecideRes
     if params.decision == "reject" and params.revisions:
         raise Conflict("a rejection cannot carry dependent revisions", field="revisions")
     gate_fn = pg.GATES[ctx.runtime.config.procedure_gate]
+    steps = [_carried(scope, revision, params.actor) for revision in params.revisions]
+    prepared = _prepare_carried(ctx, scope, params.revision_id, steps)
+    ctx.token.check()
     with ctx.runtime.store().writing(ctx.token) as conn:
         record = procedure_sql.get_version(conn, scope, params.revision_id)
         if record is None:
@@ -93,11 +103,68 @@ def review_decide(ctx: OpContext, params: ReviewDecideParams) -> ReviewDecideRes
             detail={"dependent_revisions": [r.id for r in params.revisions]},
         )
         results: list[EvolveProcedureResult] = []
-        for revision in params.revisions:
-            changes = body_of({f: getattr(revision, f, None) for f in BODY_FIELDS})
-            step = Revision(scope, revision.id, changes, revision.reason, actor=params.actor)
-            results.append(apply_revision(ctx, conn, step, gate_fn, {}).result)
+        for step, ready in zip(steps, prepared, strict=True):
+            results.append(apply_revision(ctx, conn, step, gate_fn, ready).result)
     return ReviewDecideResult(revision_id=record.id, status=status, revisions=results)
+
+
+def _carried(scope: str, revision: DependentRevision, actor: str) -> Revision:
+    changes = body_of({f: getattr(revision, f, None) for f in BODY_FIELDS})
+    return Revision(scope, revision.id, changes, revision.reason, actor=actor)
+
+
+# A procedure as the write will find it: (name, body).
+_Ahead = dict[str, tuple[str, dict[str, Any]]]
+# What `prepare` takes: the procedure's name, what the gate compares, the revised body.
+_Plan = tuple[str, Compared, dict[str, Any]]
+
+
+def _prepare_carried(
+    ctx: OpContext, scope: str, revision_id: str, steps: list[Revision]
+) -> list[Prepared]:
+    """Before the write, as an evolve does (embedding is slow; the write holds the lock):
+    each carried revision's semantic signal and search vector.
+
+    The write gates each one against the procedures as they will be then: the approved
+    revision current, and each carried revision before it applied. The signal is computed
+    against the same. Should one of those be quarantined instead, or another writer change a
+    procedure in between, the pairs that changed go without the signal, as in an evolve, and
+    a vector of text that is no longer the version's is not stored. A decision the write
+    will refuse (no such revision, or one already decided) prepares nothing."""
+    none = [Prepared() for _ in steps]
+    if not steps:
+        return none
+    with ctx.runtime.store().reading(ctx.token) as conn:
+        record = procedure_sql.get_version(conn, scope, revision_id)
+        if record is None or record.status != "quarantined":
+            return none
+        ahead: _Ahead = {record.procedure_id: (record.name, record.body)}
+        planned = [_plan(conn, ctx, scope, step, ahead) for step in steps]
+    return [Prepared() if plan is None else prepare(ctx, *plan) for plan in planned]
+
+
+def _plan(
+    conn: apsw.Connection, ctx: OpContext, scope: str, step: Revision, ahead: _Ahead
+) -> _Plan | None:
+    """What `prepare` needs for one carried revision; the revision is then ahead of the
+    next. None when its procedure does not exist (the write raises NotFound)."""
+    if step.procedure_id not in ahead:
+        current = procedure_sql.current_version(conn, scope, step.procedure_id)
+        if current is None:
+            return None
+        ahead[step.procedure_id] = (current.name, current.body)
+    name, before = ahead[step.procedure_id]
+    after = {**before, **step.changes}
+    old = pg.gate_procedure(step.procedure_id, name, before)
+    new = pg.gate_procedure(step.procedure_id, name, after)
+    kind = ctx.runtime.config.procedure_gate
+    found = pg.candidates(conn, scope, old, new, kind, pg.scope_aliases(conn, scope))
+    if kind != "latest_wins":  # the versions ahead replace those found, or join them
+        then = {p.id: p for p in found}
+        then |= {pid: pg.gate_procedure(pid, *version) for pid, version in ahead.items()}
+        found = [p for pid, p in then.items() if pid != step.procedure_id]
+    ahead[step.procedure_id] = (name, after)
+    return name, (old, new, found), after
 
 
 def audit(ctx: OpContext, params: AuditParams) -> AuditResult:
