@@ -1,5 +1,5 @@
-"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/`;
-`memproc models` manages the model cache.
+"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/` (and
+the Python client's method constants); `memproc models` manages the model cache.
 
 Exit codes: 0 success, 1 the operation failed (a download, a hash, a model that does not
 verify), 2 bad usage or configuration. Progress and messages go to stderr; stdout carries only
@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--embedder", help='embedder to load: a model name, "auto" or "none"')
     serve.add_argument("--reranker", help='reranker to load: a model name, "auto" or "none"')
 
-    schema = commands.add_parser("schema", help="write JSON Schema files for the protocol")
+    schema = commands.add_parser(
+        "schema", help="write JSON Schema files and the Python client's method constants"
+    )
     schema.add_argument("--out", default="schemas", help="output directory (default ./schemas)")
     schema.add_argument(
         "--check", action="store_true", help="exit 1 if the directory differs from the code"
@@ -140,14 +142,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from memproc.server.schema import diff_schemas, write_schemas
+    """`schemas/`, and the Python client's method constants generated from the same table."""
+    from memproc.server import schema
 
     if args.check:
-        differences = diff_schemas(args.out)
+        differences = schema.diff_schemas(args.out) + schema.diff_client_methods()
         for line in differences:
             print(line, file=sys.stderr)
         return 1 if differences else 0
-    write_schemas(args.out)
+    schema.write_schemas(args.out)
+    schema.write_client_methods()
     return 0
 
 

@@ -1,0 +1,55 @@
+"""A method as the client sees it: its wire name, its params and result types, whether it writes.
+
+Why the params type is taken as a `Callable[PS, P]`: mypy then captures the Struct's keyword
+signature in `PS`, so `client.remember(kind=..., content=...)` is checked field by field
+against `RememberParams` without that signature being written out anywhere else. The constants
+in `memproc.client.methods` are generated from the server's method table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, cast
+
+import msgspec
+
+from memproc.wire.messages import Params, Result
+
+PS = ParamSpec("PS")
+P = TypeVar("P", bound=Params)
+R = TypeVar("R", bound=Result)
+
+
+class Method(Generic[PS, P, R]):
+    """One method of the protocol, typed by its params (and their constructor) and result."""
+
+    __slots__ = ("_decoder", "name", "params", "result", "writes")
+
+    def __init__(
+        self, name: str, params: Callable[PS, P], result: type[R], *, writes: bool = False
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.result = result
+        # Whether the method changes stored state (the table's flag; see README "Order within a
+        # scope"). The client retries writes exactly as it retries reads: only after an error
+        # response, which for a write means its transaction was rolled back.
+        self.writes = writes
+        self._decoder: msgspec.json.Decoder[R] | None = None
+
+    def __repr__(self) -> str:
+        return f"Method({self.name!r})"
+
+    def build(self, params: P | Mapping[str, Any] | None) -> P:
+        """The params Struct: as given, converted (and validated) from a mapping of wire
+        names, or all defaults."""
+        params_type = cast(type[P], self.params)
+        if isinstance(params, params_type):
+            return params
+        return msgspec.convert({} if params is None else params, params_type)
+
+    def decode(self, raw: msgspec.Raw) -> R:
+        """The result Struct, decoded from the response's raw `result`."""
+        if self._decoder is None:
+            self._decoder = msgspec.json.Decoder(self.result)
+        return self._decoder.decode(raw)
