@@ -152,6 +152,8 @@ class Connection:
         except (OSError, ValueError) as error:  # ValueError: the stream was closed under us
             reason = f"reading from the server failed: {error}"
         finally:
+            with contextlib.suppress(OSError, ValueError):
+                self.link.reader.close()
             self._fail(reason)
 
     def _receive(self, line: bytes) -> None:

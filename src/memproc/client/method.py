@@ -8,13 +8,16 @@ in `memproc.client.methods` are generated from the server's method table.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import msgspec
 
+from memproc.errors import InvalidParams
 from memproc.wire.messages import Params, Result
 
+_AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")  # as the server's dispatch reads it
 PS = ParamSpec("PS")
 P = TypeVar("P", bound=Params)
 R = TypeVar("R", bound=Result)
@@ -41,12 +44,20 @@ class Method(Generic[PS, P, R]):
         return f"Method({self.name!r})"
 
     def build(self, params: P | Mapping[str, Any] | None) -> P:
-        """The params Struct: as given, converted (and validated) from a mapping of wire
-        names, or all defaults."""
+        """The params Struct: as given, or converted from a mapping of wire names and checked
+        as the server would check it (`InvalidParams` at the same `$.params` path)."""
         params_type = cast(type[P], self.params)
         if isinstance(params, params_type):
             return params
-        return msgspec.convert({} if params is None else params, params_type)
+        try:
+            return msgspec.convert({} if params is None else params, params_type)
+        except msgspec.ValidationError as error:
+            text = str(error)
+            where = _AT_PATH.search(text)
+            if where is None:
+                raise InvalidParams(text) from None
+            path = "$.params" + where.group("path")
+            raise InvalidParams(text[: where.start()], path=path) from None
 
     def decode(self, raw: msgspec.Raw) -> R:
         """The result Struct, decoded from the response's raw `result`."""

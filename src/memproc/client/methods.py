@@ -1,4 +1,4 @@
-"""Every method of the server's method table, typed by its params and result.
+"""Every method of the server's table, typed by its params and result.
 
 Generated from `memproc.server.methods.METHODS` by `memproc schema` (`make schemas`): do not
 edit. `memproc schema --check` and tests/test_client_methods.py fail when it drifts.

@@ -107,7 +107,7 @@ def diff_schemas(directory: str) -> list[str]:
 # -- the Python client's method constants ----------------------------------------------------
 
 CLIENT_METHODS_PATH = Path(__file__).resolve().parent.parent / "client" / "methods.py"
-CLIENT_METHODS_HEADER = '''"""Every method of the server's method table, typed by its params and result.
+CLIENT_METHODS_HEADER = '''"""Every method of the server's table, typed by its params and result.
 
 Generated from `memproc.server.methods.METHODS` by `memproc schema` (`make schemas`): do not
 edit. `memproc schema --check` and tests/test_client_methods.py fail when it drifts.
