@@ -135,7 +135,7 @@ def test_a_timeout_cancels_the_request_on_the_server(servers: Servers) -> None:
     started = time.monotonic()
     with pytest.raises(Timeout) as timed_out:
         pending.result(timeout=0.2)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # not the wrapper's 30 s
     assert (timed_out.value.method, timed_out.value.request_id) == ("memory.search", pending.id)
     assert client.with_options(timeout=5.0).list(scope=SCOPE).items == []
     with pytest.raises(Timeout):  # a timed-out call stays timed out
@@ -148,7 +148,7 @@ def test_a_call_timeout_covers_the_whole_call(servers: Servers) -> None:
     started = time.monotonic()
     with pytest.raises(Timeout):
         client.with_options(timeout=0.3).search(scope=SCOPE, query="block u")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # not the wrapper's 30 s
     assert client.with_options(timeout=5.0).list(scope=SCOPE).items == []
 
 
@@ -159,11 +159,12 @@ def test_explicit_cancel_of_a_write_means_nothing_was_written(servers: Servers) 
         RememberParams(scope=SCOPE, kind="fact", content="block-insert-quiet w too late"),
     )
     servers.wait_started("w")
-    pending.cancel()
+    assert pending.cancel() is True  # answered once the server has marked it cancelled
     servers.release("w")
     with pytest.raises(Cancelled):
         pending.result(timeout=DEADLINE_S)
     assert client.list(scope=SCOPE).items == []
+    assert pending.cancel() is False  # nothing left to cancel
 
 
 # -- retries -------------------------------------------------------------------------------------

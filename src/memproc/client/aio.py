@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import copy
 import logging
+import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -150,7 +151,7 @@ class AsyncClient(Named):
         return self._core.server
 
     @property
-    def process(self) -> Any:
+    def process(self) -> subprocess.Popen[bytes] | None:
         return self._core.process
 
     async def connect(self, timeout: TimeoutArg = DEFAULT) -> InitializeResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import itertools
 import logging
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -118,7 +119,7 @@ class Core:
         self._initialized: Connection | None = None
 
     @property
-    def process(self) -> Any:
+    def process(self) -> subprocess.Popen[bytes] | None:
         current = self._current
         return None if current is None else current[0].link.process
 
@@ -185,12 +186,6 @@ class Core:
         if future is not None:
             connection.notify(CANCEL_REQUEST.name, CancelParams(id=request_id))
         return future
-
-    @staticmethod
-    def cancel(connection: Connection, request_id: int) -> None:
-        """Ask the server to cancel and keep waiting: it answers -32800 (nothing applied) or,
-        if it was too late, the result."""
-        connection.notify(CANCEL_REQUEST.name, CancelParams(id=request_id))
 
     def close(self, timeout: float) -> None:
         """Close the server's input and wait for it to finish; stop it by force after

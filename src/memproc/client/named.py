@@ -66,5 +66,5 @@ class Named:
     checkpoint_get = ByName(methods.CHECKPOINT_GET)
     procedure_create = ByName(methods.PROCEDURE_CREATE)
     procedure_evolve = ByName(methods.PROCEDURE_EVOLVE)
-    # Last, and in a class of its own, so that no annotation in a class body reads it as `list`.
+    # Here, in a class body without annotations, so that no annotation can read it as `list`.
     list = ByName(methods.MEMORY_LIST)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,13 +26,13 @@ from memproc.client.core import (
     outcome,
     resolve,
 )
-from memproc.client.errors import REMOTE_ERRORS, Timeout
+from memproc.client.errors import REMOTE_ERRORS, ServerGone, Timeout
 from memproc.client.method import Method, P, R
-from memproc.client.methods import INITIALIZE
+from memproc.client.methods import CANCEL_REQUEST, INITIALIZE
 from memproc.client.named import Named
 from memproc.client.retry import DEFAULT_RETRY, Retry
 from memproc.client.transport import Transport
-from memproc.wire.messages import InitializeResult, Params
+from memproc.wire.messages import CancelParams, InitializeResult, Params
 from memproc.wire.outbound import JUDGE
 from memproc.wire.procedure_messages import JudgeParams, JudgeVerdict
 
@@ -43,7 +44,8 @@ HANDLER_THREADS = 8  # the server asks at most 8 judge questions per evolve
 
 
 class PendingCall(Generic[R]):
-    """A request sent and not yet waited for (`Client.submit`): pipelining, and cancelling."""
+    """A request sent and not yet waited for (`Client.submit`): for pipelining, and for
+    cancelling explicitly. Not retried."""
 
     def __init__(
         self,
@@ -52,36 +54,55 @@ class PendingCall(Generic[R]):
         method: Method[Any, Any, R],
         request_id: int,
         future: Future[Incoming],
+        deadline: Deadline,
     ) -> None:
         self.method = method
         self.id = request_id
         self._core = core
         self._connection = connection
         self._future = future
+        self._deadline = deadline
 
     def done(self) -> bool:
         return self._future.done()
 
-    def cancel(self) -> None:
-        """Ask the server to cancel. `result()` then raises `Cancelled` (nothing was applied)
-        or, if the server had finished first, returns the result."""
-        self._core.cancel(self._connection, self.id)
-
-    def result(self, timeout: float | None = None) -> R:
-        """The decoded result, or the error the server answered, or `ServerGone`. After
-        `timeout` seconds the request is cancelled on the server and `Timeout` raised."""
-        return outcome(self.method, self._wait(timeout))
-
-    def _wait(self, timeout: float | None) -> Incoming:
+    def cancel(self, timeout: TimeoutArg = DEFAULT) -> bool:
+        """Ask the server to cancel, and wait for its word: True if it will answer -32800
+        (`result()` then raises `Cancelled`: nothing was applied), False if the request had
+        already been answered or the server is gone (`result()` says how it ended)."""
+        ask = CancelParams(id=self.id)
+        request_id, future = self._core.start(self._connection, CANCEL_REQUEST.name, ask)
+        answer = PendingCall(
+            self._core,
+            self._connection,
+            CANCEL_REQUEST,
+            request_id,
+            future,
+            self._deadline if timeout is DEFAULT else Deadline(timeout),
+        )
         try:
-            return self._future.result(timeout)
+            return answer.result().cancelled
+        except ServerGone:
+            return False
+
+    def result(self, timeout: TimeoutArg = DEFAULT) -> R:
+        """The decoded result, the error the server answered, or `ServerGone`. Past the
+        deadline (the client's timeout counted from `submit`, or `timeout` seconds from now)
+        the request is cancelled on the server and `Timeout` raised."""
+        deadline = self._deadline if timeout is DEFAULT else Deadline(timeout)
+        return outcome(self.method, self._wait(deadline))
+
+    def _wait(self, deadline: Deadline) -> Incoming:
+        try:
+            return self._future.result(deadline.remaining())
         except FutureTimeout:
             pass
         mine = self._core.abandon(self._connection, self.id)
         if mine is None:  # the response came in the meantime
             return self._future.result()
-        mine.set_exception(Timeout(self.method.name, self.id, timeout))
-        raise Timeout(self.method.name, self.id, timeout)
+        timeout = Timeout(self.method.name, self.id, deadline.timeout)
+        mine.set_exception(timeout)  # a later result() says the same
+        raise timeout
 
 
 class Client(Named):
@@ -147,7 +168,7 @@ class Client(Named):
         attempt = 1
         while True:
             try:
-                return self._submit(spec, built, deadline).result(deadline.remaining())
+                return self._submit(spec, built, deadline).result()
             except REMOTE_ERRORS as error:
                 delay = self.retry.backoff(error, attempt, deadline.remaining())
                 if delay is None:
@@ -174,7 +195,7 @@ class Client(Named):
     ) -> PendingCall[R]:
         connection = self._connection(deadline)
         request_id, future = self._core.start(connection, method.name, params)
-        return PendingCall(self._core, connection, method, request_id, future)
+        return PendingCall(self._core, connection, method, request_id, future, deadline)
 
     def _connection(self, deadline: Deadline) -> Connection:
         """The live connection, once its `initialize` has been answered (at most a restart
@@ -202,8 +223,8 @@ class Client(Named):
         return self._core.server
 
     @property
-    def process(self) -> Any:
-        """The server's current process (a `subprocess.Popen`), if there is one."""
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The server's current process, if there is one."""
         return self._core.process
 
     def connect(self, timeout: TimeoutArg = DEFAULT) -> InitializeResult:
