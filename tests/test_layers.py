@@ -234,6 +234,47 @@ def test_family_message_modules_import_only_other_message_modules(name: str) -> 
     assert parts and all(p[:2] == ["memproc", "wire"] and p[2].endswith("messages") for p in parts)
 
 
+def test_only_the_client_imports_the_client() -> None:
+    """The Python client is for harnesses: the service never loads it."""
+    assert "memproc.client.sync" in modules()
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if not in_layer(name, "memproc.client")
+        for target in sorted(imports_of(name))
+        if in_layer(target, "memproc.client")
+    ]
+    assert found == []
+
+
+def test_the_client_imports_only_wire_and_errors() -> None:
+    """The client is built from the contract alone (the wire types and the error table), so
+    it never pulls in the store, the models or the server."""
+    allowed = ("memproc.client", "memproc.wire", "memproc.errors")
+    found = [
+        f"{name} imports {target}"
+        for name in modules()
+        if in_layer(name, "memproc.client")
+        for target in sorted(imports_of(name))
+        if in_layer(target, "memproc") and not any(in_layer(target, ok) for ok in allowed)
+    ]
+    assert found == []
+
+
+def test_importing_the_client_loads_no_other_part_of_memproc() -> None:
+    """What the import rules say, checked on a live interpreter (imports made at run time
+    by the wire's lazy references included)."""
+    probe = (
+        "import sys, memproc.client; "
+        "print(sorted(m for m in sys.modules if m.startswith('memproc') and not "
+        "m.startswith(('memproc.client', 'memproc.wire', 'memproc.errors'))))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert completed.stdout.strip() == "['memproc']"
+
+
 def test_nothing_outside_the_server_touches_dispatch_or_framing() -> None:
     """Not even the entry points: they start the service, which alone reads and writes lines."""
     found = [

@@ -1,5 +1,5 @@
-"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/`;
-`memproc models` manages the model cache.
+"""Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/` (and
+the Python client's method constants); `memproc models` manages the model cache.
 
 Exit codes: 0 success, 1 the operation failed (a download, a hash, a model that does not
 verify), 2 bad usage or configuration. Progress and messages go to stderr; stdout carries only
@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         "--mcp", action="store_true", help="speak the Model Context Protocol (stdio) instead"
     )
 
-    schema = commands.add_parser("schema", help="write JSON Schema files for the protocol")
+    schema = commands.add_parser(
+        "schema", help="write JSON Schema files and the Python client's method constants"
+    )
     schema.add_argument("--out", default="schemas", help="output directory (default ./schemas)")
     schema.add_argument(
         "--check", action="store_true", help="exit 1 if the directory differs from the code"
@@ -152,14 +154,16 @@ def _dialect(args: argparse.Namespace) -> Any:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from memproc.server.schema import diff_schemas, write_schemas
+    """`schemas/`, and the Python client's method constants generated from the same table."""
+    from memproc.server import schema
 
     if args.check:
-        differences = diff_schemas(args.out)
+        differences = schema.diff_schemas(args.out) + schema.diff_client_methods()
         for line in differences:
             print(line, file=sys.stderr)
         return 1 if differences else 0
-    write_schemas(args.out)
+    schema.write_schemas(args.out)
+    schema.write_client_methods()
     return 0
 
 

@@ -82,6 +82,14 @@ def module_spawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawn]:
     spawner.close_all()
 
 
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[Any]:
+    """Spawn transports and memproc.client clients, all closed after (tests of the client)."""
+    from pyclient_kit import open_servers
+
+    yield from open_servers(tmp_path)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield

@@ -5,11 +5,17 @@ unasked, `to_client.<name>.params.json` (and `.result.json` for a request); plus
 `envelope.json` with the request union (tagged on `method`), the two response shapes and the
 error object. File names
 replace `/` and `$` so every method name makes a portable file name.
+
+The Python client's typed method constants (`memproc/client/methods.py`) are generated here
+too, from the same table: the client may not import the server, and nobody copies the table by
+hand.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import Any, Union
 
 import msgspec
@@ -96,3 +102,68 @@ def diff_schemas(directory: str) -> list[str]:
             if handle.read() != expected[name]:
                 problems.append(f"differs: {name}")
     return problems
+
+
+# -- the Python client's method constants ----------------------------------------------------
+
+CLIENT_METHODS_PATH = Path(__file__).resolve().parent.parent / "client" / "methods.py"
+CLIENT_METHODS_HEADER = '''"""Every method of the server's table, typed by its params and result.
+
+Generated from `memproc.server.methods.METHODS` by `memproc schema` (`make schemas`): do not
+edit. `memproc schema --check` and tests/test_client_methods.py fail when it drifts.
+Use: `client.call(MEMORY_REMEMBER, RememberParams(...))` returns a `RememberResult`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memproc.client.method import Method
+from memproc.wire import (
+'''
+
+
+def client_constant(method_name: str) -> str:
+    """`memory.remember` -> MEMORY_REMEMBER, `$/cancelRequest` -> CANCEL_REQUEST."""
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", method_name.removeprefix("$/"))
+    return re.sub(r"[^A-Za-z0-9]+", "_", words).upper()
+
+
+def _wire_ref(cls: type) -> str:
+    package, _, module = cls.__module__.rpartition(".")
+    assert package == "memproc.wire", f"{cls} is not a wire type"
+    return f"{module}.{cls.__qualname__}"
+
+
+def client_methods_source() -> str:
+    """The text of `memproc/client/methods.py`, laid out as `ruff format` leaves it."""
+    refs = [_wire_ref(cls) for method in METHODS for cls in (method.params, method.result)]
+    modules = sorted({ref.partition(".")[0] for ref in refs})
+    lines = [CLIENT_METHODS_HEADER.rstrip("\n")]
+    lines += [f"    {module}," for module in modules]
+    lines.append(")")
+    for method in METHODS:
+        writes = ["    writes=True,"] if method.writes else []
+        lines += [
+            "",
+            f"{client_constant(method.name)} = Method(",
+            f'    "{method.name}",',
+            f"    {_wire_ref(method.params)},",
+            f"    {_wire_ref(method.result)},",
+            *writes,
+            ")",
+        ]
+    lines += ["", "ALL: tuple[Method[..., Any, Any], ...] = ("]
+    lines += [f"    {client_constant(method.name)}," for method in METHODS]
+    lines += [")"]
+    return "\n".join(lines) + "\n"
+
+
+def diff_client_methods(path: Path = CLIENT_METHODS_PATH) -> list[str]:
+    """["differs: <path>"] if the client's method constants are not what the table generates."""
+    current = path.read_text() if path.is_file() else None
+    return [] if current == client_methods_source() else [f"differs: {path}"]
+
+
+def write_client_methods(path: Path = CLIENT_METHODS_PATH) -> None:
+    path.write_text(client_methods_source())
