@@ -160,7 +160,7 @@ def open_runtime(db: str, embedder: Any, models_dir: str, **settings: Any) -> Ru
     )
     runtime = Runtime(config)
     if embedder is not None:
-        runtime.models.install("embedder", embedder)
+        runtime.vectors.install_embedder(embedder)
     runtime.open_store()
     return runtime
 
@@ -232,10 +232,10 @@ def store_copy(path: str) -> Iterator[str]:
 
 def wait_for_dense_copy(runtime: Runtime, deadline_s: float = 300.0) -> None:
     """Searches use the in-memory copy of the vectors once it is loaded: wait for it."""
-    index = runtime.vector_index(0.0, required=False)
+    index = runtime.vectors.vector_index(0.0, required=False)
     if index is None:
         return
-    cache = runtime.dense_cache(index.row())
+    cache = runtime.vectors.dense_cache(index.row())
     stop = time.monotonic() + deadline_s
     while not cache.loaded and time.monotonic() < stop:
         time.sleep(0.05)

@@ -266,7 +266,7 @@ def open_runtime(db_path: str, embedder: Any, models_dir: str, **settings: Any) 
     )
     runtime = Runtime(config)
     if embedder is not None:  # as the loader would, so one model load serves every store
-        runtime.models.install("embedder", embedder)
+        runtime.vectors.install_embedder(embedder)
     runtime.open_store()
     return runtime
 

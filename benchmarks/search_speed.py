@@ -229,7 +229,7 @@ def measure_search(
 def warm_until_loaded(runtime: Runtime, deadline_s: float = 120.0) -> None:
     with runtime.store().reading() as conn:
         row = vector_sql.all_embedders(conn)[0]
-    cache = runtime.dense_cache(row)
+    cache = runtime.vectors.dense_cache(row)
     stop = time.monotonic() + deadline_s
     while not cache.loaded and time.monotonic() < stop:
         time.sleep(0.05)

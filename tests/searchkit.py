@@ -113,7 +113,7 @@ def count(runtime: Runtime, sql: str, *bindings: Any) -> int:
 
 
 def embedder_row(runtime: Runtime) -> EmbedderRow:
-    index = runtime.vector_index(0.0, required=True)
+    index = runtime.vectors.vector_index(0.0, required=True)
     assert index is not None
     return index.row()
 
@@ -121,9 +121,9 @@ def embedder_row(runtime: Runtime) -> EmbedderRow:
 def loaded_dense_copy(runtime: Runtime) -> DenseCache:
     """The runtime's in-memory dense copy, loaded (by its own thread or, if none ran, here)."""
     row = embedder_row(runtime)
-    cache = runtime.dense_cache(row)
+    cache = runtime.vectors.dense_cache(row)
     settle()
-    runtime.warm_dense_cache(row)
+    runtime.vectors.warm_dense_cache(row)
     assert cache.loaded
     return cache
 

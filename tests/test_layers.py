@@ -322,8 +322,8 @@ def test_the_private_use_finder_finds_them() -> None:
 @pytest.mark.parametrize("path", sorted(BENCHMARKS_DIR.glob("*.py")), ids=lambda p: p.name)
 def test_benchmarks_reach_into_no_private_state(path: Path) -> None:
     """A benchmark that sets a private field measures a runtime no client can build, and
-    breaks silently when the field moves: it uses public methods (`ModelManager.install`,
-    `OnnxModel.session` and `feeds`)."""
+    breaks silently when the field moves: it uses public methods
+    (`VectorService.install_embedder`, `OnnxModel.session` and `feeds`)."""
     assert private_uses(path.read_text()) == []
 
 
@@ -402,6 +402,7 @@ def test_starting_the_service_imports_no_numerical_or_model_library() -> None:
 # imported when a request first needs them (benchmarks/startup.py measures the effect).
 FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc",
+    "memproc.background",
     "memproc.cancel",
     "memproc.cli",
     "memproc.config",
@@ -415,6 +416,8 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.models.manifest",
     "memproc.ops",
     "memproc.ops.context",
+    "memproc.retrieval",
+    "memproc.retrieval.vectors",
     "memproc.runtime",
     "memproc.scopes",
     "memproc.server",

@@ -72,7 +72,7 @@ def test_an_edit_without_an_embedder_is_re_embedded_by_the_backfill(
     later = open_runtime(db)
     (drift,) = verify(later).embedders
     assert drift.missing_or_stale == 1  # the backfill sees the content hash change
-    assert later.backfill() == 1
+    assert later.vectors.backfill() == 1
     assert embedded_hash(later, memories["cat"]) == memory_sql.content_hash(DOG)
     assert ids(search(later, DOG_PARAPHRASE, mode="dense"))[0] == memories["cat"]
 

@@ -121,7 +121,7 @@ def test_a_carried_revision_gets_the_semantic_signal_and_a_stored_vector(
     carried = approve_carrying(ctx, revision_id, fix).revisions[0]
     assert carried.status == "promoted"
 
-    index = rt.vector_index(0.0, required=True)
+    index = rt.vectors.vector_index(0.0, required=True)
     assert index is not None
     with rt.store().reading() as conn:
         version = procedure_sql.get_version(conn, SCOPE, carried.version_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from memproc.ops.memories import embedding
 from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval import indexing
 from memproc.retrieval.chunking import chunk_text
-from memproc.runtime import Runtime
+from memproc.runtime import Runtime, backfill_progress
 from memproc.store import maintenance
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
@@ -71,7 +72,7 @@ def test_backfill_embeds_memories_written_without_an_embedder(
     sink = ProgressRecorder()
     sent = sink.sent
     assert search(runtime, PARAPHRASE, mode="dense").results == []
-    assert runtime.backfill(sink) == len(CORPUS) + 1
+    assert runtime.vectors.backfill(backfill_progress(sink)) == len(CORPUS) + 1
     progress = [p for p in sent if isinstance(p, ProgressParams)]
     assert len(sent) == len(progress)
     assert [(p.done, p.total) for p in progress] == [(3, 7), (6, 7), (7, 7)]
@@ -80,14 +81,27 @@ def test_backfill_embeds_memories_written_without_an_embedder(
     assert count(runtime, "SELECT count(*) FROM memory_embeddings") == len(CORPUS) + 1
     # Nothing left: a second backfill embeds nothing and says nothing.
     sent.clear()
-    assert runtime.backfill(sink) == 0
+    assert runtime.vectors.backfill(backfill_progress(sink)) == 0
     assert sent == []
 
 
 def test_backfill_without_an_embedder_does_nothing(open_runtime: Callable[..., Runtime]) -> None:
     runtime = open_runtime(embedder="none")
     remember_all(runtime, CORPUS)
-    assert runtime.backfill() == 0
+    assert runtime.vectors.backfill() == 0
+
+
+def test_an_installed_embedder_is_the_one_vectors_are_made_with(
+    open_runtime: Callable[..., Runtime], kept_minilm: Any
+) -> None:
+    """The public way (a benchmark's) to share one loaded model among many stores' runtimes."""
+    runtime = open_runtime(load=False)
+    memories = remember_all(runtime, CORPUS)  # the embedder is not loaded: no vectors yet
+    runtime.vectors.install_embedder(kept_minilm)
+    index = runtime.vectors.vector_index(0.0, required=True)
+    assert index is not None and index.embedder is kept_minilm
+    assert runtime.vectors.backfill() == len(CORPUS)
+    assert ids(search(runtime, PARAPHRASE, mode="dense"))[0] == memories["cat"]
 
 
 def test_a_write_that_began_before_the_embedder_was_ready_is_embedded_after_it_commits(
@@ -96,7 +110,7 @@ def test_a_write_that_began_before_the_embedder_was_ready_is_embedded_after_it_c
     # The race: a write finds no ready embedder, the model becomes ready and its backfill
     # counts pending memories, then the write commits. Here the embedder is ready from the
     # start and its backfill has nothing to do; the write is made to see "not ready".
-    assert rt.backfill() == 0
+    assert rt.vectors.backfill() == 0
     monkeypatch.setattr(embedding, "ready_index", lambda ctx: None)
     late = remember(rt, CORPUS["cat"])
     monkeypatch.undo()
@@ -140,7 +154,7 @@ def test_verify_detects_hand_made_drift_and_a_drop_plus_backfill_repairs_it(rt: 
     with rt.store().writing() as conn:
         dropped = maintenance.drop_drifted_vectors(conn, row)
     assert dropped >= 3
-    assert rt.backfill() == 2  # the cat and the deploy memory
+    assert rt.vectors.backfill() == 2  # the cat and the deploy memory
     report = verify(rt)
     assert report.clean
     (drift,) = report.embedders
@@ -169,7 +183,7 @@ def test_vectors_of_a_deleted_memory_row_are_orphans_and_are_dropped(rt: Runtime
         assert maintenance.drop_drifted_vectors(conn, embedder_row(rt)) == 1
     assert verify(rt).clean
     assert count(rt, "SELECT count(*) FROM vector_rows WHERE memory_seq = ?", cat) == 0
-    assert rt.backfill() == 0
+    assert rt.vectors.backfill() == 0
 
 
 def test_verify_reports_a_damaged_fts_index(rt: Runtime) -> None:

@@ -47,8 +47,10 @@ def _rebuild(runtime: Any, store: Any) -> None:
             maintenance.drop_drifted_vectors(conn, row) for row in vector_sql.all_embedders(conn)
         )
     print(f"rebuilt the FTS index; dropped {dropped} drifted vector sets", file=sys.stderr)
+    from memproc.runtime import backfill_progress
+
     runtime.models.load_now()
-    embedded = runtime.backfill(StderrProgress())
+    embedded = runtime.vectors.backfill(backfill_progress(StderrProgress()))
     print(f"embedded {embedded} memories", file=sys.stderr)
 
 

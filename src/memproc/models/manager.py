@@ -144,7 +144,7 @@ class ModelManager:
     def install(self, kind: ModelKind, model: Any, load_seconds: float = 0.0) -> None:
         """Put a loaded model in its slot, as the loader does with one it loaded: the slot
         settles, says ready, and the ready-callbacks run (the embedder's starts a backfill).
-        A benchmark installs one model in the runtimes of many stores this way."""
+        `VectorService.install_embedder` is the public way to put an embedder here."""
         slot = self.slots[kind]
         slot.name = slot.name or model.name
         slot.model, slot.reason, slot.load_seconds = model, None, load_seconds

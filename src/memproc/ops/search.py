@@ -70,7 +70,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
 def _dense_channel(ctx: OpContext, mode: str) -> tuple[VectorIndex | None, str | None]:
     if mode == "lexical":
         return None, None
-    index = ctx.runtime.vector_index(ctx.runtime.config.model_wait_s, required=True)
+    index = ctx.runtime.vectors.vector_index(ctx.runtime.config.model_wait_s, required=True)
     if index is not None:
         return index, None
     if mode == "dense":
@@ -108,7 +108,7 @@ def _plan(
         ),
         query_vector=None if query_vector is None else query_vector.tobytes(),
         embedder=embedder_row,
-        dense_cache=None if embedder_row is None else ctx.runtime.dense_cache(embedder_row),
+        dense_cache=None if embedder_row is None else ctx.runtime.vectors.dense_cache(embedder_row),
         rrf_k=config.rrf_k,
         pool=max(config.candidate_pool, params.limit),
         depth=config.candidate_pool,

@@ -22,14 +22,14 @@ Text = tuple[str, str | None]  # content, context
 
 def ready_index(ctx: OpContext) -> VectorIndex | None:
     """The embedder's index if it is ready now: a write never waits for a model."""
-    return ctx.runtime.vector_index(wait_s=0.0, required=False)
+    return ctx.runtime.vectors.vector_index(wait_s=0.0, required=False)
 
 
 def wrote(ctx: OpContext, index: VectorIndex | None) -> None:
     """After a write commits: if it stored memories without vectors, make sure a backfill
-    pass will see them (see Runtime.wrote_without_vectors)."""
+    pass will see them (see VectorService.wrote_without_vectors)."""
     if index is None:
-        ctx.runtime.wrote_without_vectors()
+        ctx.runtime.vectors.wrote_without_vectors()
 
 
 def embed(index: VectorIndex, texts: Sequence[Text]) -> dict[Text, list[bytes]]:

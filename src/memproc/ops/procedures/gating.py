@@ -217,7 +217,7 @@ def similarity(
     pairs = gate.semantic_requests(old, new, found)[:MAX_SEMANTIC_PAIRS]
     if not pairs:
         return {}, "not_needed"
-    index_ = ctx.runtime.vector_index(ctx.runtime.config.gate_model_wait_s, required=False)
+    index_ = ctx.runtime.vectors.vector_index(ctx.runtime.config.gate_model_wait_s, required=False)
     if index_ is None:
         state = ctx.runtime.models.states().get("embedder", {}).get("state")
         return {}, "absent" if state in (None, "absent") else "not_ready"

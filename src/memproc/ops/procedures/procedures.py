@@ -82,7 +82,7 @@ class SearchVector(NamedTuple):
 def search_vector(ctx: OpContext, text: str) -> SearchVector | None:
     """The vector of `text` when an embedder is ready, else None (procedure.search embeds
     what has none when it needs it)."""
-    index = ctx.runtime.vector_index(0.0, required=False)
+    index = ctx.runtime.vectors.vector_index(0.0, required=False)
     if index is None:
         return None
     vector = index.embedder.embed_documents([text])[0]

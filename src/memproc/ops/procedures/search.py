@@ -30,7 +30,7 @@ from memproc.wire.procedure_messages import (
 def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
     config = ctx.runtime.config
-    index = ctx.runtime.vector_index(config.model_wait_s, required=True)
+    index = ctx.runtime.vectors.vector_index(config.model_wait_s, required=True)
     pool = max(config.candidate_pool, params.limit)
     match = lexical_match(params.query)
     with ctx.runtime.store().reading(ctx.token) as conn:
