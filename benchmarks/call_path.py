@@ -60,11 +60,8 @@ from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import Store
 from memproc.store import memories as memory_sql
-from memproc.store import vectors as vector_sql
 from memproc.store.connection import sqlite_vec_path
 from memproc.store.migrations import LATEST_VERSION
-from memproc.store.records import NewMemory
-from memproc.store.vectors import PendingMemory
 
 SCOPE = "callpath"
 MODES = ("lexical", "dense", "hybrid")
@@ -199,21 +196,7 @@ def fill_store(path: str, size: int, embedder: Any, other_scopes: int = 0) -> No
         with store.writing() as conn:
             for offset, (content, vector) in enumerate(zip(batch, vectors, strict=True)):
                 scope = scopes[(made + offset) % len(scopes)]
-                new = NewMemory(
-                    scope=scope,
-                    kind="note",
-                    content=content,
-                    tags=[],
-                    metadata={},
-                    source={},
-                    importance=0.5,
-                    client_token=None,
-                )
-                _, seq = memory_sql.insert(conn, new)
-                if row is not None:
-                    digest = memory_sql.content_hash(content)
-                    pending = PendingMemory(seq, scope, "note", content, digest)
-                    vector_sql.put_vectors(conn, row, pending, [vector.tobytes()])
+                common.insert_synthetic_note(conn, scope, content, vector, row)
         made += len(batch)
     store.checkpoint()
     store.close()

@@ -35,7 +35,11 @@ from memproc.models.pull import pull
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.server.methods import METHOD_TABLE
+from memproc.store import memories as memory_sql
+from memproc.store import vectors as vector_sql
 from memproc.store.quoting import fts_match_any
+from memproc.store.records import NewMemory
+from memproc.store.vectors import PendingMemory
 from memproc.wire.messages import SearchResult
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -619,3 +623,25 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[tuple[str, Se
         )
         print(label.ljust(width) + cells)
     print()
+
+
+def insert_synthetic_note(
+    conn: apsw.Connection, scope: str, content: str, vector: np.ndarray | None, row: Any
+) -> None:
+    """One synthetic memory (a note) and, with an embedder row, its given vector, written
+    the way a remember writes them: how the speed benchmarks fill a large store without
+    embedding every text."""
+    new = NewMemory(
+        scope=scope,
+        kind="note",
+        content=content,
+        tags=[],
+        metadata={},
+        source={},
+        importance=0.5,
+        client_token=None,
+    )
+    _, seq = memory_sql.insert(conn, new)
+    if row is not None and vector is not None:
+        pending = PendingMemory(seq, scope, "note", content, memory_sql.content_hash(content))
+        vector_sql.put_vectors(conn, row, pending, [vector.astype(np.float32).tobytes()])

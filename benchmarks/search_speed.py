@@ -43,6 +43,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 
+import common
 import ortfloor
 from memproc.config import Config
 from memproc.models.embedder import Embedder
@@ -53,11 +54,8 @@ from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.indexing import VectorIndex
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
-from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.store.connection import sqlite_vec_path
-from memproc.store.records import NewMemory
-from memproc.store.vectors import PendingMemory
 from memproc.wire.messages import (
     RememberBatchParams,
     RememberItem,
@@ -111,21 +109,7 @@ def fill_store(db: str, size: int, embedder: Embedder, rng: np.random.Generator)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         with store.writing() as conn:
             for content, vector in zip(batch, vectors, strict=True):
-                new = NewMemory(
-                    scope=SCOPE,
-                    kind="note",
-                    content=content,
-                    tags=[],
-                    metadata={},
-                    source={},
-                    importance=0.5,
-                    client_token=None,
-                )
-                _, seq = memory_sql.insert(conn, new)
-                pending = PendingMemory(
-                    seq, SCOPE, "note", content, memory_sql.content_hash(content)
-                )
-                vector_sql.put_vectors(conn, row, pending, [vector.astype(np.float32).tobytes()])
+                common.insert_synthetic_note(conn, SCOPE, content, vector, row)
         made += len(batch)
     runtime.close()
 
