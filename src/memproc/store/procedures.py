@@ -94,11 +94,12 @@ class NewVersion:
     reason: str | None = None
     findings: list[dict[str, Any]] | None = None
     episode_id: str | None = None
+    id: str | None = None  # chosen by the caller when something must name it before the insert
 
 
 def insert_version(conn: apsw.Connection, new: NewVersion) -> VersionRecord:
     """Insert the next version of a procedure; its number follows the highest so far."""
-    version_id = uuid7()
+    version_id = new.id or uuid7()
     now = now_rfc3339()
     row = conn.execute(
         "SELECT coalesce(max(version), 0) + 1 FROM procedure_versions WHERE procedure_id = ?",

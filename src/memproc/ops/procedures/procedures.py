@@ -15,6 +15,7 @@ import msgspec
 
 from memproc import gate
 from memproc.errors import Conflict, InvalidParams, NotFound
+from memproc.ids import uuid7
 from memproc.ops import cursors
 from memproc.ops.context import OpContext
 from memproc.ops.memories import citing
@@ -250,16 +251,16 @@ def apply_revision(
     found = pg.candidates(conn, step.scope, old, new, kind, aliases)
     similar = prepared.similar
     assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
-    stored = _new_version(step, current, body)
-    version = procedure_sql.insert_version(conn, stored)
+    version_id = uuid7()  # the judge's questions name the revision before it is stored
     asking: dict[judging.Key, Any] = {}
     if ask_judge and not failed:
-        revision = (step.scope, step.reason, version.id)
+        revision = (step.scope, step.reason, version_id)
         asking = judging.questions(ctx, revision, (old, new, found), assessment)
     settled = judging.Settled() if failed else judging.settle(ctx, assessment, {}, asking)
     findings = assessment.findings + settled.findings
     views = [msgspec.to_builtins(v) for v in finding_views(findings)]
-    procedure_sql.set_findings(conn, version.id, views)
+    stored = _new_version(step, current, body, views, version_id)
+    version = procedure_sql.insert_version(conn, stored)
     _store_vector(conn, version.seq, stored.search_text, prepared.vector)
     status: Literal["promoted", "quarantined"] = "quarantined" if findings else "promoted"
     if status == "promoted":
@@ -298,9 +299,13 @@ def apply_revision(
 
 
 def _new_version(
-    step: Revision, current: procedure_sql.VersionRecord, body: dict[str, Any]
+    step: Revision,
+    current: procedure_sql.VersionRecord,
+    body: dict[str, Any],
+    findings: list[dict[str, Any]],
+    version_id: str,
 ) -> procedure_sql.NewVersion:
-    """The revision as first stored: quarantined, its findings filled in once gated."""
+    """The revision as stored: quarantined (promotion, if any, follows in the same write)."""
     return procedure_sql.NewVersion(
         step.procedure_id,
         step.scope,
@@ -309,7 +314,9 @@ def _new_version(
         search_text(current.name, body),
         parent_id=current.id,
         reason=step.reason,
+        findings=findings,
         episode_id=step.episode_id,
+        id=version_id,
     )
 
 
