@@ -229,7 +229,7 @@ def send(ctx: OpContext, judgement: Judgement) -> None:
         if not sent:
             judgement.answers[question_key] = Answer("client_gone", params)
     if len(judgement.answers) == len(judgement.questions):
-        log.warning("no judge question could be sent; the revision stays quarantined")
+        conclude(ctx, judgement)  # nothing went out: settle now, as the last answer would
 
 
 def _continuation(judgement: Judgement, question_key: Key) -> Any:
