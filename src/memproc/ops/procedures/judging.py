@@ -18,7 +18,6 @@ quarantined for review.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,8 +46,6 @@ from memproc.wire.procedure_messages import (
     UndecidedPair,
     ValueChange,
 )
-
-log = logging.getLogger("memproc.procedures")
 
 # Questions one evolve may ask at most; further undecided pairs are settled by policy.
 MAX_QUESTIONS = 8
