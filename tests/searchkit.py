@@ -30,7 +30,7 @@ from memproc.wire.messages import (
 )
 
 EMBEDDER = "minilm-l6-int8"
-BACKGROUND_THREADS = ("memproc-dense", "memproc-backfill", "memproc-models")
+BACKGROUND_THREADS = ("memproc-dense", "memproc-backfill", "memproc-embed", "memproc-models")
 DEADLINE_S = 60.0  # a ceiling for background work, never a pause
 
 CORPUS = {
@@ -129,6 +129,9 @@ def loaded_dense_copy(runtime: Runtime) -> DenseCache:
 
 
 def verify(runtime: Runtime) -> maintenance.IndexReport:
+    """The index report once the runtime's deferred vectors are written: a remember's vectors
+    follow its answer, and verify would count them missing (or meet their write)."""
+    assert runtime.vectors.caught_up(DEADLINE_S)
     with runtime.store().reading() as conn:
         return maintenance.verify(conn)
 

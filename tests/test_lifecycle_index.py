@@ -138,6 +138,7 @@ def test_purge_leaves_no_byte_of_the_content_in_the_files(
     )
     edit(runtime, secret, f"the deploy key is {MARKER}2 and must never leak")
     cited = remember(runtime, "a note resting on the deploy key", refs=[f"memory:{secret}"])
+    assert runtime.vectors.caught_up(60.0)  # no vector write left to hold the checkpoint back
     table, seq = embedder_row(runtime).table, seq_of(runtime, secret)
     with runtime.store().reading() as conn:
         sql = f"SELECT embedding FROM {table} WHERE memory_seq = ?"

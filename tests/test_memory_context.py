@@ -56,6 +56,7 @@ def test_context_is_embedded_as_extra_chunks(
     ctx = OpContext(runtime=runtime)
     bare = remember(ctx, "Thanks, see you then!")
     with_context = remember(ctx, REPLY, CONTEXT)
+    assert runtime.vectors.caught_up(60.0)  # the vectors come after the answers
     with runtime.store().reading() as conn:
         chunks = {
             memory_id: conn.execute(

@@ -113,6 +113,8 @@ def test_searches_through_the_in_memory_copy_agree_with_sqlite_vec(
     assert_same_dense_answers(with_copy, without_copy)
     # Written by the other runtime after the copy loaded: the copy learns it from the journal.
     kitten = remember(without_copy, "A small kitten dozes on the couch every afternoon.")
+    # A search waits for its own runtime's deferred vectors, not another's (another process).
+    assert without_copy.vectors.caught_up(60.0)
     via_copy = assert_same_dense_answers(with_copy, without_copy)
     assert ids(via_copy)[:2] == [kitten, memories["cat"]]
 

@@ -6,6 +6,7 @@ memories in chunks, and batches that embed only what they create.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from searchkit import (
     CORPUS,
     EMBEDDER,
     PARAPHRASE,
+    OpenRuntime,
     cosine,
     count,
     ctx_of,
@@ -125,6 +127,7 @@ def test_a_write_that_began_before_the_embedder_was_ready_is_embedded_after_it_c
 def test_verify_is_clean_after_normal_use(rt: Runtime) -> None:
     memories = remember_all(rt, CORPUS)
     remember(rt, " ".join(["a long memory"] * 400))  # several chunks
+    assert rt.vectors.caught_up(60.0)  # its vectors come after the answer
     memory_ops.forget(ctx_of(rt), ForgetParams(scope="proj", id=memories["revenue"]))
     report = verify(rt)
     assert report.clean and report.fts_ok and report.fts_error is None
@@ -244,6 +247,7 @@ def test_a_long_memory_is_chunked_and_found_by_its_end(rt: Runtime) -> None:
             "cat": CORPUS["cat"],
         },
     )
+    assert rt.vectors.caught_up(60.0)  # the remember's vectors come after its answer
     model = rt.models.get("embedder", 0.0)
     expected_chunks = chunk_text(text, model.manifest.max_length, model.token_counts)
     assert len(expected_chunks) > 5
@@ -338,25 +342,149 @@ def test_remember_stores_vectors_for_each_memory_it_creates(rt: Runtime) -> None
         assert vector_sql.count_pending(conn, embedder_row(rt)) == 0
 
 
-def test_remember_writes_its_row_and_vectors_in_one_transaction_without_looking_back(
-    rt: Runtime,
-) -> None:
-    """One write: the memory, its revision, its log entry and its vectors commit together. A
-    memory just inserted has no vectors to replace, so none are looked for."""
-    remember(rt, "warm-up: registers the embedder")
-    traced: list[str] = []
-    rt.store().add_tracer(lambda cursor, sql, bindings: traced.append(" ".join(sql.split())))
-    remember(rt, "The kiln reaches cone six in about nine hours.")
-    begin = traced.index("BEGIN IMMEDIATE")
-    write = traced[begin : traced.index("COMMIT", begin) + 1]
-    assert [sql.split(" (")[0] for sql in write if sql.startswith("INSERT")] == [
-        "INSERT INTO memories",
-        "INSERT INTO memory_revisions",
-        "INSERT INTO memory_events",
+def vector_inserts(rt: Runtime) -> list[str]:
+    return [
         "INSERT INTO vector_rows",
         f'INSERT INTO "{embedder_row(rt).table}"',
         "INSERT INTO vector_journal",
         "INSERT INTO memory_embeddings",
     ]
+
+
+def write_transactions(traced: list[str]) -> list[list[str]]:
+    """The statements of each BEGIN IMMEDIATE ... COMMIT in `traced`, in order."""
+    writes, start = [], None
+    for position, sql in enumerate(traced):
+        if sql == "BEGIN IMMEDIATE":
+            start = position
+        elif sql == "COMMIT" and start is not None:
+            writes.append(traced[start : position + 1])
+            start = None
+    return writes
+
+
+def inserted_tables(write: list[str]) -> list[str]:
+    return [sql.split(" (")[0] for sql in write if sql.startswith("INSERT")]
+
+
+def test_an_inline_remember_writes_its_row_and_vectors_in_one_transaction_without_looking_back(
+    open_runtime: OpenRuntime,
+) -> None:
+    """With `defer_embedding` off, one write: the memory, its revision, its log entry and its
+    vectors commit together. A memory just inserted has no vectors to replace, so none are
+    looked for."""
+    rt = open_runtime(defer_embedding=False)
+    remember(rt, "warm-up: registers the embedder")
+    traced: list[str] = []
+    rt.store().add_tracer(lambda cursor, sql, bindings: traced.append(" ".join(sql.split())))
+    remember(rt, "The kiln reaches cone six in about nine hours.")
+    (write,) = write_transactions(traced)
+    assert inserted_tables(write) == [
+        "INSERT INTO memories",
+        "INSERT INTO memory_revisions",
+        "INSERT INTO memory_events",
+        *vector_inserts(rt),
+    ]
     assert not any(sql.startswith("DELETE") or "FROM vector_rows" in sql for sql in write)
     assert traced.count("BEGIN IMMEDIATE") == 1 and traced.count("COMMIT") == 2  # and a read
+
+
+def test_a_deferred_remember_commits_its_row_first_and_its_vectors_in_a_later_write(
+    rt: Runtime,
+) -> None:
+    """The default: the answer follows the row's commit; the worker's own write adds the
+    vectors, and a search after the answer waits for them."""
+    remember(rt, "warm-up: registers the embedder")
+    assert rt.vectors.caught_up(60.0)
+    traced: list[str] = []
+    rt.store().add_tracer(lambda cursor, sql, bindings: traced.append(" ".join(sql.split())))
+    kiln = remember(rt, "The kiln reaches cone six in about nine hours.")
+    row_write = write_transactions(list(traced))[0]
+    assert inserted_tables(row_write) == [
+        "INSERT INTO memories",
+        "INSERT INTO memory_revisions",
+        "INSERT INTO memory_events",
+    ]
+    hits = search(rt, "how long does firing pottery take", mode="dense")
+    assert hits.degraded is None and ids(hits)[0] == kiln
+    row_write_again, vector_write = write_transactions(traced)
+    assert row_write_again == row_write
+    assert inserted_tables(vector_write) == vector_inserts(rt)
+
+
+# -- deferred embedding: a remember's vectors after its answer ---------------------------------
+
+
+class HeldEmbedder:
+    """The real embedder whose document embedding waits until `release()`: the state between
+    a remember's answer and its vectors, held open so a test can look at it. Queries are
+    embedded at once, as searches need."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._released = threading.Event()
+        self.entered = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_documents(self, texts: Any) -> Any:
+        self.entered.set()
+        assert self._released.wait(60.0), "never released"
+        return self._embedder.embed_documents(texts)
+
+    def __enter__(self) -> HeldEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+
+
+def hold_embedding(rt: Runtime) -> HeldEmbedder:
+    held = HeldEmbedder(rt.models.get("embedder", 0.0))
+    rt.vectors.install_embedder(held)
+    return held
+
+
+def test_a_search_that_outwaits_pending_vectors_says_so_and_still_finds_by_words(
+    open_runtime: OpenRuntime,
+) -> None:
+    rt = open_runtime(model_wait_s=0.2)
+    remember(rt, "warm-up: registers the embedder")
+    assert rt.vectors.caught_up(60.0)
+    with hold_embedding(rt) as held:
+        kiln = remember(rt, "The kiln reaches cone six in about nine hours.")
+        assert held.entered.wait(60.0)
+        waiting = search(rt, "kiln cone", mode="hybrid")
+        assert waiting.degraded is not None and "still being embedded" in waiting.degraded
+        assert kiln in ids(waiting)  # the lexical channel has it from the commit
+    assert rt.vectors.caught_up(60.0)
+    done = search(rt, "how long does firing pottery take", mode="dense")
+    assert done.degraded is None and ids(done)[0] == kiln
+
+
+def test_vectors_not_written_before_a_stop_are_made_by_the_next_start(
+    open_runtime: OpenRuntime, tmp_path: Path
+) -> None:
+    """Nothing acknowledged is lost: the row committed before the answer, and a runtime
+    opened on the file later (a restart) backfills the vectors the first never wrote."""
+    db = str(tmp_path / "restart.db")
+    first = open_runtime(db)
+    remember(first, "warm-up: registers the embedder")
+    assert first.vectors.caught_up(60.0)
+    with hold_embedding(first) as held:
+        kiln = remember(first, "The kiln reaches cone six in about nine hours.")
+        assert held.entered.wait(60.0)
+        assert count(first, "SELECT count(*) FROM memory_embeddings") == 1  # the warm-up's
+        second = open_runtime(db, load=False)
+        second.start_models()  # as `serve` starts: the loaded embedder starts a backfill
+        settle_threads("memproc-models")
+        settle_threads("memproc-backfill")
+        hits = search(second, "how long does firing pottery take", mode="dense")
+        assert ids(hits)[0] == kiln
+
+
+def settle_threads(name: str) -> None:
+    for thread in [t for t in threading.enumerate() if t.name == name]:
+        thread.join(60.0)
+        assert not thread.is_alive()

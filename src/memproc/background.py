@@ -23,17 +23,18 @@ class BackgroundWork:
         """True once `stop` was asked: long work checks it between batches."""
         return self._closing.is_set()
 
-    def run(self, work: Callable[[], object], name: str) -> None:
-        """Run `work` on a daemon thread that `stop` waits for. Checked and started under the
-        lock, so `stop` never sees a thread it cannot join (not started yet) and none starts
-        once it has looked."""
+    def run(self, work: Callable[[], object], name: str) -> bool:
+        """Run `work` on a daemon thread that `stop` waits for; False if stopping (nothing
+        runs). Checked and started under the lock, so `stop` never sees a thread it cannot
+        join (not started yet) and none starts once it has looked."""
         with self._lock:
             if self._closing.is_set():
-                return
+                return False
             thread = threading.Thread(target=work, name=name, daemon=True)
             thread.start()
             self._threads = [t for t in self._threads if t.is_alive()]
             self._threads.append(thread)
+        return True
 
     def stop(self, deadline: float) -> bool:
         """Ask the work to stop and wait for it until `deadline` (a `time.monotonic()` time);

@@ -45,6 +45,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     reranker: str = "auto"
     model_threads: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
     model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 5.0
+    # A single `memory.remember` is answered once its row commits and its vectors are
+    # computed after, in batches (searches wait for them, up to `model_wait_s`). False:
+    # embed before the commit, so the answer comes with the vectors written.
+    defer_embedding: bool = True
     # Retrieval.
     # How the lexical, dense and time channels are combined: "rrf" (reciprocal-rank fusion,
     # constant `rrf_k`) or "zscore" (each channel's scores standardised and summed; best with

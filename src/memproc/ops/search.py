@@ -70,8 +70,11 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
 def _dense_channel(ctx: OpContext, mode: str) -> tuple[VectorIndex | None, str | None]:
     if mode == "lexical":
         return None, None
-    index = ctx.runtime.vectors.vector_index(ctx.runtime.config.model_wait_s, required=True)
+    wait_s = ctx.runtime.config.model_wait_s
+    index = ctx.runtime.vectors.vector_index(wait_s, required=True)
     if index is not None:
+        if not ctx.runtime.vectors.caught_up(wait_s):
+            return index, "recent memories are still being embedded: the dense channel does not have them yet"
         return index, None
     if mode == "dense":
         raise NotReady("dense search needs an embedder; none is installed", retryable=False)

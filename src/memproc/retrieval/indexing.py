@@ -98,19 +98,34 @@ class VectorIndex:
         self, progress: Progress | None = None, should_stop: Callable[[], bool] = bool
     ) -> int:
         """Embed every searchable memory that lacks current vectors; returns how many."""
-        row = self.row()
+        row = self.row()  # registers it on first use: a write, so not inside the read
         with self.store.reading() as conn:
             total = vector_sql.count_pending(conn, row)
-        done, after = 0, 0
-        while total and not should_stop():
+        if not total:
+            return 0
+        report = None if progress is None else lambda done: progress(done, total)
+        return self.embed_pending_after(0, should_stop, report)
+
+    def embed_pending_after(
+        self,
+        after_seq: int,
+        should_stop: Callable[[], bool] = bool,
+        report: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed the memories past `after_seq` that lack current vectors, a batch at a time;
+        returns how many. The seq bound keeps a deferred write's pass a short range read
+        however large the store."""
+        row = self.row()
+        done = 0
+        while not should_stop():
             with self.store.reading() as conn:
-                batch = vector_sql.pending_memories(conn, row, BACKFILL_BATCH, after)
+                batch = vector_sql.pending_memories(conn, row, BACKFILL_BATCH, after_seq)
             if not batch:
                 break
             self._write_batch(row, batch)
-            done, after = done + len(batch), batch[-1].seq
-            if progress is not None:
-                progress(done, total)
+            done, after_seq = done + len(batch), batch[-1].seq
+            if report is not None:
+                report(done)
         return done
 
     def _write_batch(self, row: EmbedderRow, batch: list[PendingMemory]) -> None:

@@ -1,5 +1,6 @@
-"""The vector service: the current embedder's index, the in-memory dense copies and the
-backfill, with their lock, flags and background threads.
+"""The vector service: the current embedder's index, the in-memory dense copies, the
+backfill and the deferred embedding of single writes, with their locks, flags and background
+threads.
 
 Why one class: these share the answer to "which embedder are vectors made with now", and each
 starts work that shutdown must wait for. Held on the runtime, they made it a second retrieval
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,14 @@ class VectorService:
         # One backfill at a time; a request while it runs asks it for another pass.
         self._backfill_running = False
         self._backfill_again = False
+        # Deferred embedding (see `embed_later`): writes handed over, writes whose vectors
+        # are written, the lowest memory seq not yet taken by the worker (minus one), and
+        # whether the worker thread runs. Under their own condition: searches wait on it.
+        self._deferred = threading.Condition(threading.Lock())
+        self._deferred_requested = 0
+        self._deferred_done = 0
+        self._deferred_after: int | None = None
+        self._deferred_running = False
 
     def report_backfills_to(self, progress: BackfillProgress | None) -> None:
         """Where the backfills started in the background report (the transport's sink, which
@@ -104,6 +114,73 @@ class VectorService:
         """
         if self.vector_index(0.0, required=False) is not None:
             self.request_backfill()
+
+    def embed_later(self, seqs: list[int]) -> None:
+        """Have the worker embed memories a write committed without vectors (call after the
+        commit).
+
+        Why: a single `memory.remember` spent most of its time in inference. The row is
+        durable and answered once committed; its vectors are derived data, computed here on
+        one worker thread that takes whatever has queued since its last pass as one batch.
+        A caller storing one memory at a time is answered at the cost of a commit, and the
+        model runs in batches on the other core meanwhile. Searches wait for the vectors of
+        the writes answered before them (`caught_up`); if the process stops first, the
+        backfill of the next start embeds what is left.
+        """
+        if not seqs:
+            return
+        with self._deferred:
+            self._deferred_requested += 1
+            low = min(seqs) - 1
+            after = self._deferred_after
+            self._deferred_after = low if after is None else min(after, low)
+            if self._deferred_running:
+                return
+            self._deferred_running = True
+        if not self._background.run(self._embed_deferred, "memproc-embed"):
+            with self._deferred:  # stopping: the next start's backfill embeds them
+                self._deferred_running = False
+                self._deferred.notify_all()
+
+    def caught_up(self, wait_s: float) -> bool:
+        """Wait up to `wait_s` until the vectors of every write handed to `embed_later` before
+        this call are written; False if some are still being computed then."""
+        deadline = time.monotonic() + wait_s
+        with self._deferred:
+            target = self._deferred_requested
+            while self._deferred_done < target and self._deferred_running:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._deferred.wait(remaining)
+            return self._deferred_done >= target
+
+    def _embed_deferred(self) -> None:
+        try:
+            while not self._background.stopping():
+                with self._deferred:
+                    target, after = self._deferred_requested, self._deferred_after
+                    self._deferred_after = None
+                    if after is None:
+                        return
+                self._embed_after(after)
+                with self._deferred:
+                    self._deferred_done = target
+                    self._deferred.notify_all()
+        finally:
+            with self._deferred:
+                self._deferred_running = False
+                self._deferred.notify_all()
+
+    def _embed_after(self, after_seq: int) -> None:
+        """Embed what lacks vectors past `after_seq`. A failure is logged and the waiting
+        searches released: those memories are found by words until a backfill embeds them."""
+        try:
+            index = self.vector_index(0.0, required=False)
+            if index is not None:
+                index.embed_pending_after(after_seq, should_stop=self._background.stopping)
+        except MemprocError as exc:
+            log.warning("deferred embedding stopped", extra={"kind": exc.kind})
 
     def request_backfill(self) -> None:
         """Start a backfill on a background thread, or, if one runs, have it pass again."""

@@ -42,23 +42,27 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
     )
 
 
-def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[RememberResult]:
+def remember_all(
+    ctx: OpContext, news: list[tuple[NewMemory, str]], *, defer_vectors: bool = False
+) -> list[RememberResult]:
     """Store new memories in one transaction, with vectors when an embedder is ready.
 
     Embedding happens before the write lock is taken and only for the memories that are not
     idempotent replays; the write re-checks, so a concurrent writer of the same memory still
     yields one row. Refs are checked inside the write, against what is committed, so a bad
-    ref anywhere in a batch leaves nothing behind.
+    ref anywhere in a batch leaves nothing behind. With `defer_vectors` the rows are committed
+    without vectors and the vector service's worker embeds them after the answer
+    (`VectorService.embed_later`); searches wait for them.
     """
     store = ctx.runtime.store()
     with store.reading(ctx.token) as conn:
         fresh = [new for new, _ in news if existing_id(conn, new) is None]
     index = embedding.ready_index(ctx)
     vectors: Vectors = {}
-    if index is not None and fresh:
+    if index is not None and fresh and not defer_vectors:
         vectors = _embed(ctx, index, [_text(new) for new in fresh], len(news))
     ctx.token.check()
-    results = []
+    results, created_seqs = [], []
     with store.writing(ctx.token) as conn:
         for new, path in news:
             citing.check_refs(conn, new.scope, new.refs, f"{path}.refs")
@@ -66,8 +70,12 @@ def remember_all(ctx: OpContext, news: list[tuple[NewMemory, str]]) -> list[Reme
             if existing is not None:
                 results.append(RememberResult(id=existing, created=False))
                 continue
-            results.append(RememberResult(id=insert(conn, new, index, vectors), created=True))
-    if any(result.created for result in results):
+            memory_id, seq = insert(conn, new, index, vectors)
+            results.append(RememberResult(id=memory_id, created=True))
+            created_seqs.append(seq)
+    if created_seqs and index is not None and defer_vectors:
+        ctx.runtime.vectors.embed_later(created_seqs)
+    elif created_seqs:
         embedding.wrote(ctx, index)
     if ctx.progress is not None:
         embedded = len(fresh) if vectors else 0
@@ -89,8 +97,11 @@ def _embed(ctx: OpContext, index: VectorIndex, texts: list[embedding.Text], stor
     return vectors
 
 
-def insert(conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vectors) -> str:
-    """Insert one new memory with its refs and, if they were computed, its vectors."""
+def insert(
+    conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vectors
+) -> tuple[str, int]:
+    """Insert one new memory with its refs and, if they were computed, its vectors; returns
+    its id and seq."""
     memory_id, seq = memory_sql.insert(conn, new)
     citations.add(conn, new.scope, memory_ref(memory_id), new.refs)
     text = _text(new)
@@ -105,7 +116,7 @@ def insert(conn: Any, new: NewMemory, index: VectorIndex | None, vectors: Vector
             vectors=vectors[text],
             replace=False,
         )
-    return memory_id
+    return memory_id, seq
 
 
 def _text(new: NewMemory) -> embedding.Text:

@@ -257,4 +257,5 @@ def _new_successor(
         raise InvalidParams("the successor must say something new", path="$.params.content")
     if existing is not None:
         return existing
-    return creation.insert(conn, new, index, vectors)
+    memory_id, _ = creation.insert(conn, new, index, vectors)
+    return memory_id

@@ -32,7 +32,8 @@ CURSOR_TAG = "m1"
 def remember(ctx: OpContext, params: RememberParams) -> RememberResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
     new = creation.new_memory(ctx, scope, params, "$.params")
-    return creation.remember_all(ctx, [(new, "$.params")])[0]
+    defer = ctx.runtime.config.defer_embedding
+    return creation.remember_all(ctx, [(new, "$.params")], defer_vectors=defer)[0]
 
 
 def remember_batch(ctx: OpContext, params: RememberBatchParams) -> RememberBatchResult:
