@@ -166,11 +166,12 @@ class Memproc:
 
     def __init__(self, args: argparse.Namespace, work: Path, sample_id: str) -> None:
         db = work / f"{sample_id}.db"
+        self.stderr_path = work / f"{sample_id}.stderr"
         argv = [sys.executable, "-m", "memproc", "serve", "--db", str(db)]
         argv += ["--models-dir", args.models_dir, "--embedder", args.model]
         self.spawned = time.monotonic()
         self.client = TimedClient(
-            argv, stderr_path=work / f"{sample_id}.stderr", env=clean_env(), name="memproc"
+            argv, stderr_path=self.stderr_path, env=clean_env(), name="memproc"
         )
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> tuple[int, float]:
@@ -182,7 +183,10 @@ class Memproc:
         """The result of `request_id` and the moment its line was read (on the reader thread)."""
         response = self.client.wait_for(request_id, timeout)
         if "result" not in response:
-            raise SystemExit(f"memproc: request {request_id} failed: {response.get('error')}")
+            logged = self.stderr_path.read_text(errors="replace")[-4000:]
+            raise SystemExit(
+                f"memproc: request {request_id} failed: {response.get('error')}\n{logged}"
+            )
         return response["result"], self.client.arrived[json.dumps(request_id)]
 
     def call(self, method: str, params: dict[str, Any]) -> tuple[Any, float]:

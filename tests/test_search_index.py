@@ -488,3 +488,22 @@ def settle_threads(name: str) -> None:
     for thread in [t for t in threading.enumerate() if t.name == name]:
         thread.join(60.0)
         assert not thread.is_alive()
+
+
+def test_a_snapshot_older_than_the_embedders_registration_does_not_see_its_row(
+    rt: Runtime,
+) -> None:
+    """A search's read began, then the backfill registered the embedder (creating its vector
+    table) on another connection: the search must see no row, or it queries a table its
+    snapshot does not have ("no such table"). Seen as -32603 on the first search after spawn."""
+    index = rt.vectors.vector_index(0.0, required=True)
+    assert index is not None
+    with rt.store().reading() as conn:
+        assert conn.execute("SELECT count(*) FROM memories").get == 0  # the snapshot begins
+        registering = threading.Thread(target=index.row)
+        registering.start()
+        registering.join(60.0)
+        assert index.row() is not None  # registered and remembered by the index
+        assert index.find_row(conn) is None
+    with rt.store().reading() as conn:
+        assert index.find_row(conn) == index.row()

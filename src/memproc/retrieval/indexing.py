@@ -76,11 +76,15 @@ class VectorIndex:
         self._row: EmbedderRow | None = None
 
     def find_row(self, conn: Any) -> EmbedderRow | None:
-        """The embedder's row if it is registered; read-only (searches must not write), and
-        remembered once found so a search does not look it up again."""
-        if self._row is None:
-            self._row = vector_sql.find_embedder(conn, self.fingerprint)
-        return self._row
+        """The embedder's row as `conn`'s snapshot sees it; read-only (searches must not write).
+
+        Looked up in the snapshot each time (one indexed read), never taken from `row()`'s
+        memo: another thread may have registered the embedder after this snapshot began, and
+        then the snapshot's schema has no vector table to query."""
+        found = vector_sql.find_embedder(conn, self.fingerprint)
+        if found is not None and self._row is None:
+            self._row = found
+        return found
 
     def row(self) -> EmbedderRow:
         """The embedder's row, registered (with its vec0 table) on first use."""

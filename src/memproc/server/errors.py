@@ -16,4 +16,8 @@ def to_error_object(exc: BaseException) -> ErrorObject:
     if not isinstance(exc, MemprocError):
         log.error("unexpected failure", exc_info=exc)
         exc = InternalError("internal error")
+    elif isinstance(exc, InternalError) and exc.__cause__ is not None:
+        # A storage failure mapped to -32603 (store/errors.py): what SQLite said goes to the
+        # log, where an operator can see it, and never to the wire.
+        log.error("internal failure", exc_info=exc.__cause__)
     return ErrorObject(code=int(exc.code), message=exc.message, data=exc.wire_data())
