@@ -3,6 +3,10 @@
     python benchmarks/procinterfere/split.py            # counts per half, class and verdict
     python benchmarks/procinterfere/split.py --check    # also validate the file, exit 1 on errors
     python benchmarks/procinterfere/split.py --emit dev > /tmp/blind_dev.jsonl   # one half's lines
+    python benchmarks/procinterfere/split.py --file benchmarks/procinterfere/blind_v2.jsonl --check
+
+Any set file in this format can be given with --file (or as the positional path); the default is
+blind_cases.jsonl.
 
 A case's half depends only on its id: the first byte of sha256(id) is even -> "dev", odd ->
 "test". Adding cases never moves an existing one; renaming an id to move it is not allowed.
@@ -195,7 +199,14 @@ def report(cases: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("path", nargs="?", type=Path, default=None)
+    parser.add_argument(
+        "--file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"the set file to report, check or split (default: {DEFAULT.name})",
+    )
     parser.add_argument("--check", action="store_true", help="validate the file; exit 1 on errors")
     parser.add_argument(
         "--emit",
@@ -203,7 +214,10 @@ def main() -> None:
         help="print that half's cases as JSON lines, nothing else",
     )
     args = parser.parse_args()
-    cases = load(args.path)
+    if args.file is not None and args.path is not None and args.file != args.path:
+        parser.error("give the set file either as PATH or with --file, not both")
+    path = args.file or args.path or DEFAULT
+    cases = load(path)
     if args.emit:
         for case in cases:
             if half(case["id"]) == args.emit:
