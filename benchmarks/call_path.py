@@ -6,9 +6,11 @@
 
 For each store size it prints, from one run:
 - `memory.remember`, one memory per call through the real handler with the default
-  synchronous=FULL: p50/p95, the time per stage, SQLite statements per call, and (with the
-  real embedder) the floor: the raw onnxruntime call on the same text (tokenize +
-  `session.run`, best of three) plus one durable SQLite commit of one row;
+  synchronous=FULL: p50/p95 of the answer (given at the row's commit), the time per stage,
+  SQLite statements per call, the time per memory until every vector is written (the worker
+  embeds after the answer), and (with the real embedder) that beside the floor: the raw
+  onnxruntime call on the same text (tokenize + `session.run`, best of three) plus one
+  durable SQLite commit of one row;
 - `memory.search` in each mode (lexical, dense, hybrid, interleaved per query): p50/p95, the
   time per stage and statements per call, and hybrid beside its floor, timed in the same loop:
   query embedding, numpy top-k over every vector, the FTS5 query alone;
@@ -422,22 +424,31 @@ def measure_remember(
         common.call(runtime, "memory.remember", {"scope": SCOPE, "kind": "note", "content": text})
 
     remember("warm-up " + texts[0])
+    runtime.vectors.caught_up(600.0)
     try:
+        block_started = time.perf_counter()
         for text in texts[: args.remembers]:
             with statements.call():
                 started = now()
                 remember(text)
                 times.append(since(started))
             stages.keep(stages.take())
+        runtime.vectors.caught_up(600.0)  # a remember answers before its vectors are written
+        block_s = time.perf_counter() - block_started
     finally:
         stages.restore()
-    lines = [summary("memory.remember, one at a time", times)]
+    searchable_ms = block_s * 1000 / max(1, len(times))
+    lines = [summary("memory.remember, one at a time (answered at the row's commit)", times)]
     lines += stages.lines(len(times))
+    lines.append(
+        f"    until every vector is written: {searchable_ms:.2f} ms per memory "
+        f"({1000 / searchable_ms:.1f}/s searchable)"
+    )
     lines.append(f"    SQLite statements per call: {statistics.median(statements.per_call):.0f}")
     if args.sql:
         lines += ["    statements of the last call:", *statements.listing()]
     if args.embedder == "minilm":
-        lines += remember_floor(embedder, texts[: args.remembers], medians(times)[0], args)
+        lines += remember_floor(embedder, texts[: args.remembers], searchable_ms, args)
     if args.profile:
         profile = cProfile.Profile()
         profile.enable()
@@ -466,7 +477,7 @@ def remember_floor(
     return [
         f"    floor: onnxruntime {statistics.median(inference) * 1000:.2f} ms + commit "
         f"{statistics.median(commits) * 1000:.2f} ms = {floor:.2f} ms; "
-        f"floor / memproc = {floor / ours_ms:.2f}x (target >= 0.8x)"
+        f"floor / memproc (per memory searchable) = {floor / ours_ms:.2f}x (target >= 0.8x)"
     ]
 
 
