@@ -16,6 +16,7 @@ from memproc.gate import (
     bounds,
     contracts,
     demands,
+    exposure,
     knowledge,
     limits,
     order,
@@ -96,6 +97,8 @@ class _Reading:
         if findings:
             return findings, []
         question = knowledge.undecided(old, new, dependent, surface)
+        examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
+        question = question or exposure.undecided(old, new, dependent, examined)
         return [], [question] if question else []
 
     def _shared(self, dependent: Facts, surface: Surface) -> list[Finding]:

@@ -1,0 +1,146 @@
+"""Exposure: a dependent that uses what the revision changed, where no rule decided.
+
+The rules decide the changes they understand: an output removed, a limit tightened, a new
+demand unmet. Many real breaks are of kinds no rule can read (a default flipped, an endpoint
+closed, a build that drops one of two bundles); a gate that passes those because it found no
+rule to apply is the silent regression people trust it not to make. So when no rule decided
+a pair, this asks whether the dependent is exposed to the change: does a unit of text that
+the revision added, edited or removed share with the dependent's steps an identifier, a
+system's name, or several content words? If so, the pair is undecided ("low_confidence"):
+the client's judge decides it, or the configured policy (quarantine for review).
+
+Why the changed units and not the whole procedures: two procedures about the same system
+share words whatever the revision does. Only a dependent that touches the edited text itself
+can be broken by the edit, and a revision that rewords nothing a dependent touches leaves it
+alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memproc.gate import lexicon as lx
+from memproc.gate.facts import Facts, demand_texts
+from memproc.gate.identifiers import find as find_identifiers
+from memproc.gate.identifiers import normalize as normalize_identifier
+from memproc.gate.model import Undecided
+from memproc.gate.text import split_clauses, stem
+
+# How much of an edited unit must stay for it to count as the same unit edited (shared
+# tokens over all tokens of the pair), rather than one unit dropped and another added.
+EDIT_OVERLAP = 1 / 3
+# Identifier kinds too generic to link two procedures by themselves: a flag (`--force`) or a
+# bare number-like version says nothing about which system is meant.
+_WEAK_IDENTIFIER_KINDS = frozenset({"flag", "version"})
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    where: str
+    text: str
+
+
+def _units(facts: Facts) -> list[_Unit]:
+    """Steps (action and detail), preconditions, outputs and the trigger, as written."""
+    found = [_Unit(where, text) for where, text in facts.texts]
+    found += [
+        _Unit(f"precondition {n}", text)
+        for n, text in enumerate(demand_texts(facts.procedure), start=1)
+    ]
+    return found
+
+
+def _key(text: str) -> str:
+    return _SPACES.sub(" ", text.lower()).strip()
+
+
+def _tokens(text: str) -> set[str]:
+    """Identifiers and content stems: what a unit is about, without its function words and
+    the verbs of doing in general ("run", "use", "check")."""
+    found = {
+        normalize_identifier(i.text)
+        for i in find_identifiers(text)
+        if i.kind not in _WEAK_IDENTIFIER_KINDS and len(i.norm) > 2
+    }
+    generic = {stem(v) for v in lx.GENERIC_VERBS}
+    for clause in split_clauses(text, "", 0):
+        found |= {s for s in clause.stems() if len(s) > 2 and s not in generic}
+    return found
+
+
+def changed_tokens(old: Facts, revision: Facts) -> set[str]:
+    """What the revision changed, token by token: the whole of a unit it dropped, and for a
+    unit it edited (its counterpart: the old unit it shares most tokens with, at least a
+    third), the tokens on one side only. A dependent that shares only an edited unit's
+    unchanged words (the keys beside a renamed one, the service whose port did not change)
+    is not exposed by the edit. A unit only added takes nothing away from anyone: what it
+    asks of others is a demand or a prohibition, which the rules judge."""
+    old_units = [u for u in _units(old) if u.text.strip()]
+    new_units = [u for u in _units(revision) if u.text.strip()]
+    before = {_key(u.text) for u in old_units}
+    after = {_key(u.text) for u in new_units}
+    dropped = [_tokens(u.text) for u in old_units if _key(u.text) not in after]
+    changed: set[str] = set()
+    for unit in new_units:
+        if _key(unit.text) in before:
+            continue
+        mine = _tokens(unit.text)
+        counterpart = max(dropped, key=lambda theirs: _overlap(mine, theirs), default=set())
+        if _overlap(mine, counterpart) >= EDIT_OVERLAP:
+            changed |= mine ^ counterpart
+            dropped.remove(counterpart)
+    for theirs in dropped:
+        changed |= theirs
+    return changed
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """The changed tokens the dependent's own text holds."""
+
+    shared: frozenset[str]
+
+    @property
+    def exposed(self) -> bool:
+        return bool(self.shared)
+
+    def describe(self) -> str:
+        return ", ".join(sorted(self.shared))
+
+
+def exposure(
+    old: Facts, revision: Facts, dependent: Facts, examined: Sequence[str] = ()
+) -> Exposure:
+    """`examined`: texts of changes a rule has already judged against this dependent (new
+    demands and prohibitions, found met or out of reach): their words are decided, and
+    exposure rests on the rest of the change."""
+    theirs: set[str] = set()
+    for unit in _units(dependent):
+        theirs |= _tokens(unit.text)
+    decided: set[str] = set()
+    for text in examined:
+        decided |= _tokens(text)
+    return Exposure(frozenset((changed_tokens(old, revision) - decided) & theirs))
+
+
+def undecided(
+    old: Facts, revision: Facts, dependent: Facts, examined: Sequence[str] = ()
+) -> Undecided | None:
+    """A question for the judge when the dependent is exposed to the change."""
+    found = exposure(old, revision, dependent, examined)
+    if not found.exposed:
+        return None
+    return Undecided(
+        dependent.procedure.id,
+        "low_confidence",
+        "no rule decided this pair, but the dependent's text holds what the revision changed ("
+        + found.describe()
+        + ")",
+    )
