@@ -307,7 +307,7 @@ def measure_ingest_one(
             block = sample[first : first + size]
             order = [ours_block, floor_block] if number % 2 == 0 else [floor_block, ours_block]
             for run in order:
-                spent = timed(lambda r=run: r(block))
+                spent = timed(lambda r=run, b=block: r(b))
                 if run is ours_block:
                     ours_s += spent
                 else:
@@ -477,7 +477,8 @@ def run_ingest(
     print(
         f"ingest one at a time ({single['items']} memories): memproc "
         f"{single['items'] / single['memproc_total_s']:.1f}/s searchable (answers p50 "
-        f"{single['memproc_p50']:.1f} ms) vs floor {single['items'] / single['floor_total_s']:.1f}/s (p50 "
+        f"{single['memproc_p50']:.1f} ms) vs floor "
+        f"{single['items'] / single['floor_total_s']:.1f}/s (p50 "
         f"{single['floor_p50']:.1f} ms) | memproc at {speed:4.2f}x of the floor's rate"
     )
     ingest = measure_ingest(args.models_dir, sample, args.runs, floors["batch"])
