@@ -74,10 +74,7 @@ def _dense_channel(ctx: OpContext, mode: str) -> tuple[VectorIndex | None, str |
     index = ctx.runtime.vectors.vector_index(wait_s, required=True)
     if index is not None:
         if not ctx.runtime.vectors.caught_up(wait_s):
-            return (
-                index,
-                "recent memories are still being embedded: the dense channel does not have them yet",
-            )
+            return index, "recent memories are still being embedded: the dense channel does not have them yet"
         return index, None
     if mode == "dense":
         raise NotReady("dense search needs an embedder; none is installed", retryable=False)
