@@ -12,7 +12,7 @@ from memproc.runtime import Runtime
 from memproc.wire.messages import RememberBatchParams, RememberItem
 
 
-def fill_indexed(db: Path, models_dir: Path) -> Path:
+def fill_indexed(db: Path, models_dir: Path, scope: str = "p") -> Path:
     runtime = Runtime(Config(db=str(db), models_dir=str(models_dir), reranker="none"))
     try:
         runtime.open_store()
@@ -21,7 +21,7 @@ def fill_indexed(db: Path, models_dir: Path) -> Path:
             RememberItem(kind="note", content=f"release note {i} about caching") for i in range(6)
         ]
         memory_ops.remember_batch(
-            OpContext(runtime=runtime), RememberBatchParams(scope="p", items=items)
+            OpContext(runtime=runtime), RememberBatchParams(scope=scope, items=items)
         )
     finally:
         runtime.close()
