@@ -70,14 +70,19 @@ def test_a_second_import_adds_nothing(tmp_path: Path) -> None:
     assert table_counts(tmp_path / "a.db") == before
 
 
-def test_a_newer_format_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+def exported_and_other_store(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """An export of scope "proj" from a.db, and b.db holding another scope, with its counts."""
     fill(tmp_path / "a.db")
     export = tmp_path / "a.jsonl"
     memproc("export", "--db", str(tmp_path / "a.db"), "--scope", "proj", str(export), check=True)
+    fill(tmp_path / "b.db", scope="elsewhere")
+    return export, table_counts(tmp_path / "b.db")
+
+
+def test_a_newer_format_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+    export, before = exported_and_other_store(tmp_path)
     newer = tmp_path / "newer.jsonl"
     newer.write_text(export.read_text().replace('"format_version":1', '"format_version":2', 1))
-    fill(tmp_path / "b.db", scope="elsewhere")
-    before = table_counts(tmp_path / "b.db")
     refused = memproc("import", "--db", str(tmp_path / "b.db"), str(newer))
     assert refused.returncode == 2
     assert "format 2 was written by a newer memproc" in refused.stderr
@@ -86,15 +91,11 @@ def test_a_newer_format_is_refused_and_nothing_changes(tmp_path: Path) -> None:
 
 def test_a_damaged_file_changes_nothing(tmp_path: Path) -> None:
     """An edited record fails its hash after earlier records were inserted: all roll back."""
-    fill(tmp_path / "a.db")
-    export = tmp_path / "a.jsonl"
-    memproc("export", "--db", str(tmp_path / "a.db"), "--scope", "proj", str(export), check=True)
+    export, before = exported_and_other_store(tmp_path)
     lines = export.read_text().splitlines(keepends=True)
     lines[-3] = lines[-3].replace('"proj"', '"prOj"')  # a citation: no hash of its own
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text("".join(lines))
-    fill(tmp_path / "b.db", scope="elsewhere")
-    before = table_counts(tmp_path / "b.db")
     failed = memproc("import", "--db", str(tmp_path / "b.db"), str(damaged))
     assert failed.returncode == 1 and "sha256 differs" in failed.stderr
     truncated = tmp_path / "truncated.jsonl"

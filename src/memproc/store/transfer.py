@@ -59,8 +59,8 @@ FAMILIES: tuple[Family, ...] = (
         "memories",
         _names(
             "id scope kind content content_sha256 tags metadata source importance status "
-            "status_reason "
-            "client_token created_at updated_at occurred_at context revision superseded_by"
+            "status_reason client_token created_at updated_at occurred_at context revision "
+            "superseded_by"
         ),
         key=("id",),
         order="t.seq",
