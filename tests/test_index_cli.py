@@ -9,11 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memproc.config import Config
-from memproc.ops.context import OpContext
-from memproc.ops.memories import memory as memory_ops
-from memproc.runtime import Runtime
-from memproc.wire.messages import RememberBatchParams, RememberItem
+from indexkit import damage, fill_indexed
 
 
 def index_command(action: str, db: Path, models_dir: Path) -> tuple[int, dict[str, object]]:
@@ -30,33 +26,7 @@ def index_command(action: str, db: Path, models_dir: Path) -> tuple[int, dict[st
 
 @pytest.fixture
 def indexed_db(tmp_path: Path, minilm_dir: Path) -> Path:
-    db = tmp_path / "memory.db"
-    runtime = Runtime(Config(db=str(db), models_dir=str(minilm_dir.parent), reranker="none"))
-    try:
-        runtime.open_store()
-        runtime.models.load_now()
-        items = [
-            RememberItem(kind="note", content=f"release note {i} about caching") for i in range(6)
-        ]
-        memory_ops.remember_batch(
-            OpContext(runtime=runtime), RememberBatchParams(scope="p", items=items)
-        )
-    finally:
-        runtime.close()
-    return db
-
-
-def damage(db: Path) -> None:
-    """Drift of every kind verify knows: an orphan vector row and a lost embedding record."""
-    runtime = Runtime(Config(db=str(db), embedder="none", reranker="none"))
-    try:
-        with runtime.store().writing() as conn:
-            conn.execute(
-                "DELETE FROM vector_rows WHERE rowid = (SELECT min(rowid) FROM vector_rows)"
-            )
-            conn.execute("DELETE FROM memory_embeddings WHERE memory_seq = 3")
-    finally:
-        runtime.close()
+    return fill_indexed(tmp_path / "memory.db", minilm_dir.parent)
 
 
 def test_verify_is_clean_after_normal_use(indexed_db: Path, minilm_dir: Path) -> None:

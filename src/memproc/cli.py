@@ -64,7 +64,33 @@ def _parser() -> argparse.ArgumentParser:
     actions.add_parser(
         "rebuild", parents=[index_options], help="rebuild FTS, drop drifted vectors, re-embed"
     )
+    _add_data_parsers(commands)
     return parser
+
+
+def _add_data_parsers(commands: Any) -> None:
+    """`export`, `import`, `backup` (data_cli.py) and `doctor` (doctor_cli.py)."""
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", help="SQLite database file (default ./memory.db)")
+    export = commands.add_parser("export", parents=[db], help="write a scope's records as JSONL")
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--scope", help="the scope to export")
+    which.add_argument("--all", action="store_true", help="every scope")
+    export.add_argument("file", help="the JSONL file to write")
+    restore = commands.add_parser(
+        "import", parents=[db], help="add an export's records to a store (idempotent)"
+    )
+    restore.add_argument("file", help="a file written by `memproc export`")
+    backup = commands.add_parser(
+        "backup", parents=[db], help="a consistent copy of the database, taken online"
+    )
+    backup.add_argument("file", help="the new database file")
+    doctor = commands.add_parser(
+        "doctor", parents=[db], help="check the database, models, configuration, environment"
+    )
+    doctor.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    doctor.add_argument("--config", help="TOML settings file")
+    doctor.add_argument("--json", action="store_true", help="a JSON report on stdout")
 
 
 MODELS_DIR_HELP = "model cache directory (default: $MEMPROC_MODELS or ~/.cache/memproc/models)"
@@ -97,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _models(args)
     if args.command == "index":
         return _index(args)
+    if args.command in ("export", "import", "backup", "doctor"):
+        return _data(args)
     return _serve(args)
 
 
@@ -180,6 +208,21 @@ def _index(args: argparse.Namespace) -> int:
         print(f"memproc: {exc}", file=sys.stderr)
         return 2
     return index_cli.run(args.action, config)
+
+
+def _data(args: argparse.Namespace) -> int:
+    if args.command == "doctor":
+        from memproc import doctor_cli
+
+        return doctor_cli.run(args)
+    from memproc import data_cli
+
+    try:
+        config = load_config(flags={"db": args.db})
+    except ConfigError as exc:
+        print(f"memproc: {exc}", file=sys.stderr)
+        return 2
+    return data_cli.run(args.command, config, args)
 
 
 # -- memproc models ------------------------------------------------------------------------------

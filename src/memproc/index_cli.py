@@ -15,6 +15,7 @@ import msgspec
 
 from memproc.config import Config
 from memproc.errors import MemprocError
+from memproc.progress import Progress
 from memproc.store import maintenance
 from memproc.store import vectors as vector_sql
 from memproc.wire.messages import ProgressParams
@@ -28,9 +29,7 @@ def run(action: str, config: Config) -> int:
         store = runtime.store()
         if action == "rebuild":
             _rebuild(runtime, store)
-        with store.reading() as conn:
-            report = maintenance.verify(conn)
-        current = _current_embedder_missing(runtime, report)
+        report, current = drift(runtime)
         _print_report(report, current)
         return 0 if report.clean and not current else 1
     except MemprocError as exc:
@@ -38,6 +37,14 @@ def run(action: str, config: Config) -> int:
         return 1
     finally:
         runtime.close()
+
+
+def drift(runtime: Any) -> tuple[maintenance.IndexReport, int]:
+    """The index report and how many memories lack the configured embedder's vectors: what
+    `index verify` prints, and what `memproc doctor` judges the index by."""
+    with runtime.store().reading() as conn:
+        report = maintenance.verify(conn)
+    return report, _current_embedder_missing(runtime, report)
 
 
 def _rebuild(runtime: Any, store: Any) -> None:
@@ -50,15 +57,24 @@ def _rebuild(runtime: Any, store: Any) -> None:
     from memproc.runtime import backfill_progress
 
     runtime.models.load_now()
-    embedded = runtime.vectors.backfill(backfill_progress(StderrProgress()))
+    sink = StderrProgress()
+    embedded = runtime.vectors.backfill(backfill_progress(sink))
+    if sink.bar is not None:
+        sink.bar.finish()
     print(f"embedded {embedded} memories", file=sys.stderr)
 
 
 class StderrProgress:
-    """The backfill's progress as lines on stderr (stdout carries the JSON report)."""
+    """The backfill's progress on stderr, a bar on a terminal (stdout carries the report)."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
 
     def progress(self, params: ProgressParams) -> None:
-        print(f"embedded {params.done}/{params.total}", file=sys.stderr)
+        if self.bar is None:
+            self.bar = Progress("embedding", params.total, unit="memories")
+        self.bar.total = params.total
+        self.bar.update(params.done)
 
 
 def _current_embedder_missing(runtime: Any, report: maintenance.IndexReport) -> int:

@@ -155,3 +155,8 @@ def _drop_orphans(conn: apsw.Connection, row: EmbedderRow) -> int:
     for rowid in listed - vec_rowids:
         conn.execute("DELETE FROM vector_rows WHERE rowid = ?", (rowid,))
     return len(vec_rowids ^ listed)
+
+
+def sqlite_vec_version(conn: apsw.Connection) -> str:
+    """The loaded sqlite-vec extension's own version, for `memproc doctor`."""
+    return str(conn.execute("SELECT vec_version()").get)
