@@ -1,5 +1,5 @@
-"""The README's examples for export, import, backup and doctor run as written, in order, in a
-directory holding a store, and each succeeds."""
+"""The README's examples for export, import, backup, doctor, search and list run as written,
+in order, in a directory holding a store, and each succeeds."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from indexkit import fill_indexed
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-SECTIONS = ("Export and import", "Backup", "Doctor")
+SECTIONS = ("Export and import", "Backup", "Doctor", "Reading a store from the command line")
 PROGRAM = ".venv/bin/memproc"
 
 
@@ -56,6 +56,14 @@ def test_the_examples_run(workdir: Path, minilm_dir: Path) -> None:
             )
             assert completed.returncode == 0, (command, completed.stdout, completed.stderr)
             outputs.append(completed)
+    by_command = {" ".join(c.args[3:5]): c for c in outputs}
     assert "imported 0 records" in outputs[2].stderr  # the second import
-    assert json.loads(outputs[-1].stdout)["ok"] is True
+    doctor_json = [c for c in outputs if c.args[3] == "doctor" and "--json" in c.args][-1]
+    assert json.loads(doctor_json.stdout)["ok"] is True
+    table = [c for c in outputs if c.args[3] == "search" and "table" in c.args][-1]
+    assert table.stdout.splitlines()[0].split() == ["#", "score", "kind", "date", "id", "content"]
+    assert "release note" in table.stdout
+    searched = json.loads(by_command["search --db"].stdout)
+    assert searched["mode"] == "hybrid" and searched["degraded"] is None
+    assert len(searched["results"]) == 6
     assert (workdir / "memory-backup.db").is_file()

@@ -65,7 +65,31 @@ def _parser() -> argparse.ArgumentParser:
         "rebuild", parents=[index_options], help="rebuild FTS, drop drifted vectors, re-embed"
     )
     _add_data_parsers(commands)
+    _add_query_parsers(commands)
     return parser
+
+
+def _add_query_parsers(commands: Any) -> None:
+    """`search` and `list` (query_cli.py): read a store from the command line."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--db", help="SQLite database file (default ./memory.db)")
+    shared.add_argument("--scope", required=True, help="the scope to read")
+    shared.add_argument(
+        "--format", choices=("json", "table"), default="json", help="output (default json)"
+    )
+    shared.add_argument("--config", help="TOML settings file")
+    search = commands.add_parser(
+        "search", parents=[shared], help="search a scope's memories (memory.search)"
+    )
+    search.add_argument("query", help="what to look for, in any words")
+    search.add_argument("--mode", choices=("hybrid", "lexical", "dense"), default="hybrid")
+    search.add_argument("--limit", type=int, default=10, help="results (1-100, default 10)")
+    search.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    listing = commands.add_parser(
+        "list", parents=[shared], help="a scope's memories, newest first (memory.list)"
+    )
+    listing.add_argument("--kind", action="append", dest="kinds", help="only this kind")
+    listing.add_argument("--limit", type=int, default=50, help="memories (default 50)")
 
 
 def _add_data_parsers(commands: Any) -> None:
@@ -125,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _index(args)
     if args.command in ("export", "import", "backup", "doctor"):
         return _data(args)
+    if args.command in ("search", "list"):
+        return _query(args)
     return _serve(args)
 
 
@@ -208,6 +234,18 @@ def _index(args: argparse.Namespace) -> int:
         print(f"memproc: {exc}", file=sys.stderr)
         return 2
     return index_cli.run(args.action, config)
+
+
+def _query(args: argparse.Namespace) -> int:
+    from memproc import query_cli
+
+    flags = {"db": args.db, "models_dir": getattr(args, "models_dir", None)}
+    try:
+        config = load_config(config_file=args.config, flags=flags)
+    except ConfigError as exc:
+        print(f"memproc: {exc}", file=sys.stderr)
+        return 2
+    return query_cli.run(args.command, config, args)
 
 
 def _data(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from client import Client, Spawn, assert_error
 
@@ -199,3 +200,27 @@ def test_backfill_sends_progress_when_an_embedder_arrives(spawn: Spawn, models_d
     assert hit_ids(search(server, PARAPHRASE, mode="dense", limit=1)) == [cat_id]
     assert server.finish() == 0
     drop_notifications(server)
+
+
+def test_vectors_of_answered_remembers_are_written_before_exit(
+    spawn: Spawn, models_dir: Path, db_path: Path
+) -> None:
+    """A remember is answered before its vectors are computed; at the end of input the
+    process finishes them before it exits, so another process finds the memories by meaning
+    at once (without waiting for the next start's backfill). The shutdown deadline that
+    bounds this wait is raised so a slow machine cannot cut it short."""
+    server = spawn("--models-dir", str(models_dir), env={"MEMPROC_SHUTDOWN_DEADLINE_S": "120"})
+    assert server.wait_component("embedder", MODEL_TIMEOUT)["state"] == "ready"
+    answered = [
+        server.result("memory.remember", {"scope": "s", "kind": "note", "content": text})
+        for text in CORPUS.values()
+    ]
+    assert all(r["created"] for r in answered)
+    assert server.finish() == 0
+    connection = apsw.Connection(str(db_path))
+    embedded = connection.execute(
+        "SELECT count(DISTINCT e.memory_seq) FROM memory_embeddings AS e "
+        "JOIN memories AS m ON m.seq = e.memory_seq"
+    ).get
+    connection.close()
+    assert embedded == len(CORPUS)

@@ -227,15 +227,30 @@ class Service:
             in_flight = len(self._inflight)
             idle = self._outstanding == 0
         log.info("input closed; answering requests in flight", extra={"in_flight": in_flight})
-        self.runtime.stop_background(0.0)  # a backfill resumes at the next start; ask it now
         if idle:
             self._release_workers()
-        if self._join_workers(self._current_deadline):
+        joined = self._join_workers(self._current_deadline)
+        if joined:
+            self._finish_vectors()
+        self.runtime.stop_background(0.0)  # a backfill resumes at the next start; ask it now
+        if joined:
             return
         self._cancel_everything()
         grace_ends = time.monotonic() + CANCEL_GRACE_S
         if not self._join_workers(lambda: grace_ends):
             self._answer_abandoned()
+
+    def _finish_vectors(self) -> None:
+        """Let the vectors of remembers answered before the end of input be written before
+        the process exits, for up to `shutdown_deadline_s` (or a signal's deadline): another
+        process, or `memproc search` on the file, then finds them by meaning without waiting
+        for the next start's backfill. What is left then, that backfill embeds."""
+        limit = time.monotonic() + self.config.shutdown_deadline_s
+        while not self.runtime.vectors.caught_up(JOIN_SLICE_S):
+            deadline = self._current_deadline()
+            if time.monotonic() >= (limit if deadline is None else min(limit, deadline)):
+                log.info("vectors still being computed at exit; the next start embeds them")
+                return
 
     def _join_workers(self, deadline: Callable[[], float | None]) -> bool:
         """Wait for every worker to finish its queue; False if `deadline()` passes first. It is

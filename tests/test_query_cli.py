@@ -1,0 +1,68 @@
+"""`memproc search` and `memproc list` through the real command: the JSON result of the method,
+a table, and the protocol's validation with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from indexkit import fill_indexed
+
+
+def memproc(*args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memproc", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={"COLUMNS": str(columns), "PATH": "/usr/bin:/bin"},
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, minilm_dir: Path) -> Path:
+    return fill_indexed(tmp_path_factory.mktemp("query") / "memory.db", minilm_dir.parent)
+
+
+def test_search_prints_the_methods_json_result(store: Path, minilm_dir: Path) -> None:
+    done = memproc(
+        "search", "--db", str(store), "--models-dir", str(minilm_dir.parent), "--scope", "p",
+        "--limit", "3", "release caching",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["mode"] == "hybrid" and result["degraded"] is None
+    assert len(result["results"]) == 3
+    assert all("about caching" in hit["content"] for hit in result["results"])
+
+
+def test_list_as_a_table_fits_the_terminal(store: Path) -> None:
+    done = memproc("list", "--db", str(store), "--scope", "p", "--format", "table", columns=90)
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["kind", "status", "date", "id", "content"]
+    assert len(rows) == 6 and all(row.split()[:2] == ["note", "active"] for row in rows)
+    assert all(len(line) <= 90 for line in [header, *rows])
+    assert all(row.endswith("…") for row in rows)  # the content cut to the width left
+
+
+def test_an_empty_answer_says_so(store: Path) -> None:
+    done = memproc("list", "--db", str(store), "--scope", "elsewhere", "--format", "table")
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "(nothing found)"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["search", "--limit", "500", "x"], "$.limit"),
+        (["list", "--kind", "gossip"], "$.kinds[0]"),
+    ],
+)
+def test_bad_parameters_exit_2_naming_the_field(store: Path, args: list[str], said: str) -> None:
+    done = memproc(args[0], "--db", str(store), "--scope", "p", *args[1:])
+    assert done.returncode == 2 and said in done.stderr and done.stdout == ""
