@@ -50,7 +50,11 @@ class Runtime:
         # Threads close() waits for: the store opener's and the vector service's.
         self._background = BackgroundWork()
         self.vectors = VectorService(
-            self.models, self.store, self._background, config.dense_copy_max_rows
+            self.models,
+            self.store,
+            self._background,
+            config.dense_copy_max_rows,
+            model_wait_s=config.model_wait_s,
         )
 
     def open_store(self) -> None:

@@ -10,6 +10,8 @@ Control files live in the directory named by `CONTRACT_CONTROL_DIR`:
   handler sees a cancellation and interrupts) until released; a cancel rolls the row back.
 - `block-insert-quiet NAME` does the same but waits without running SQL or checking the token,
   so a cancel is only noticed when the write is about to commit.
+- With `CONTRACT_HOLD_MODELS` set, loading a model creates `started-models` and waits for
+  `release-models`: requests meet the models still loading for as long as a test needs.
 
 A blocked handler gives up after SAFETY_S so a broken test cannot hang the process forever.
 """
@@ -81,8 +83,22 @@ def _patch_insert() -> None:
     memory_sql.insert = insert
 
 
+def _patch_model_load() -> None:
+    from memproc.models.manager import ModelManager
+
+    original = ModelManager._load
+
+    def load(self, slot):  # type: ignore[no-untyped-def]
+        _block("models", lambda: time.sleep(0.002))
+        return original(self, slot)
+
+    ModelManager._load = load
+
+
 if __name__ == "__main__":
     print(f"slow_server: control directory {CONTROL}", file=sys.stderr, flush=True)
     _patch_search()
     _patch_insert()
+    if os.environ.get("CONTRACT_HOLD_MODELS"):
+        _patch_model_load()
     sys.exit(memproc.cli.main(sys.argv[1:]))

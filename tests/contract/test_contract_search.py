@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 import pytest
-from client import Client, Spawn, assert_error
+from client import SLOW_SERVER, Client, Spawn, assert_error
 
 MODEL_TIMEOUT = 60.0  # a ceiling for loading and backfilling; neither normally takes a second
 EMBEDDER = "minilm-l6-int8"
@@ -224,3 +224,25 @@ def test_vectors_of_answered_remembers_are_written_before_exit(
     ).get
     connection.close()
     assert embedded == len(CORPUS)
+
+
+def test_a_remember_made_while_the_model_loads_is_found_by_meaning_at_once(
+    spawn: Spawn, models_dir: Path
+) -> None:
+    """Written before the embedder is ready, the memory has no vectors; a search sent after it
+    waits for them (the deferred worker waits for the model), rather than answering from the
+    words alone with nothing said."""
+    server = spawn(
+        "--models-dir", str(models_dir), wrapper=SLOW_SERVER, env={"CONTRACT_HOLD_MODELS": "1"}
+    )
+    server.wait_started("models")
+    params = {"scope": "s", "kind": "note", "content": CORPUS["cat"]}
+    cat = server.result("memory.remember", params)["id"]
+    embedder = server.result("server.info")["components"]["embedder"]
+    assert embedder["state"] == "loading", embedder
+    request = server.request("memory.search", {"scope": "s", "query": PARAPHRASE, "mode": "dense"})
+    server.release("models")
+    response = server.wait_for(request, MODEL_TIMEOUT)
+    assert "result" in response, response
+    assert response["result"].get("degraded") is None
+    assert hit_ids(response["result"]) == [cat]

@@ -41,8 +41,11 @@ class VectorService:
         store: Callable[[], Store],
         background: BackgroundWork,
         dense_copy_max_rows: int,
+        model_wait_s: float = 5.0,
     ) -> None:
         self._models = models
+        # How long the deferred worker waits for an embedder still loading.
+        self._model_wait_s = model_wait_s
         self._store = store
         self._background = background
         self._dense_copy_max_rows = dense_copy_max_rows
@@ -115,6 +118,11 @@ class VectorService:
         if self.vector_index(0.0, required=False) is not None:
             self.request_backfill()
 
+    def embedder_loading(self) -> bool:
+        """An embedder is configured and still loading: memories written now get their
+        vectors once it is ready, and searches should wait for them."""
+        return self._models.slots["embedder"].state == "loading"
+
     def embed_later(self, seqs: list[int]) -> None:
         """Have the worker embed memories a write committed without vectors (call after the
         commit).
@@ -173,10 +181,12 @@ class VectorService:
                 self._deferred.notify_all()
 
     def _embed_after(self, after_seq: int) -> None:
-        """Embed what lacks vectors past `after_seq`. A failure is logged and the waiting
-        searches released: those memories are found by words until a backfill embeds them."""
+        """Embed what lacks vectors past `after_seq`, waiting for an embedder still loading
+        (a write during start-up hands its memories here too). A failure, or a model that is
+        not ready in time, is logged and the waiting searches released: those memories are
+        found by words until a backfill embeds them."""
         try:
-            index = self.vector_index(0.0, required=False)
+            index = self.vector_index(self._model_wait_s, required=True)
             if index is not None:
                 index.embed_pending_after(after_seq, should_stop=self._background.stopping)
         except MemprocError as exc:

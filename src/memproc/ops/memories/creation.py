@@ -52,7 +52,8 @@ def remember_all(
     yields one row. Refs are checked inside the write, against what is committed, so a bad
     ref anywhere in a batch leaves nothing behind. With `defer_vectors` the rows are committed
     without vectors and the vector service's worker embeds them after the answer
-    (`VectorService.embed_later`); searches wait for them.
+    (`VectorService.embed_later`); searches wait for them. Memories written while the
+    embedder is still loading go to the same worker, which waits for the model.
     """
     store = ctx.runtime.store()
     with store.reading(ctx.token) as conn:
@@ -73,8 +74,12 @@ def remember_all(
             memory_id, seq = insert(conn, new, index, vectors)
             results.append(RememberResult(id=memory_id, created=True))
             created_seqs.append(seq)
-    if created_seqs and index is not None and defer_vectors:
-        ctx.runtime.vectors.embed_later(created_seqs)
+    vectors_service = ctx.runtime.vectors
+    if created_seqs and (
+        (index is not None and defer_vectors)
+        or (index is None and vectors_service.embedder_loading())
+    ):
+        vectors_service.embed_later(created_seqs)  # searches wait for these vectors
     elif created_seqs:
         embedding.wrote(ctx, index)
     if ctx.progress is not None:
