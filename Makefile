@@ -43,9 +43,11 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@touch $(STAMP)
 
 # The pull is a quick re-hash when the model is already there; its output goes to stderr and
-# the recipe lines are not echoed, so stdout carries nothing but the protocol.
+# the recipe lines are not echoed, so stdout carries nothing but the protocol. A pull that
+# fails (offline) does not stop the service: it serves lexical search and says what is missing.
 serve: $(STAMP)
-	@$(BIN)/memproc models pull $(DEFAULT_MODEL) $(MODELS_FLAG) >&2
+	@$(BIN)/memproc models pull $(DEFAULT_MODEL) $(MODELS_FLAG) >&2 \
+	  || echo "make serve: could not pull $(DEFAULT_MODEL); serving without it" >&2
 	@$(BIN)/memproc serve $(DB_FLAG) $(MODELS_FLAG)
 
 test: $(STAMP)

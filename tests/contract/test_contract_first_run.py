@@ -30,7 +30,8 @@ def make_dry_run(*args: str) -> list[list[str]]:
         timeout=60,
         check=True,
     )
-    return [line.split() for line in done.stdout.splitlines() if "memproc " in line]
+    commands = done.stdout.replace("\\\n", " ").splitlines()  # a recipe line continued
+    return [line.split("||")[0].split() for line in commands if "memproc " in line]
 
 
 def test_make_serve_pulls_the_default_model_into_the_cache_it_then_serves() -> None:
@@ -132,3 +133,24 @@ def test_the_install_step_uses_the_constraints() -> None:
         check=True,
     )
     assert "pip install --quiet -c constraints.txt -e '.[test]'" in done.stdout
+
+
+def test_a_failed_pull_still_serves_and_says_what_is_missing(tmp_path: Path) -> None:
+    """Offline, or a cache that cannot be written: the service starts anyway, lexical only,
+    and names the command to run later. (A file where the cache should be fails the pull
+    before any download is tried.)"""
+    not_a_dir = tmp_path / "models"
+    not_a_dir.write_text("")
+    argv = ["make", "--no-print-directory", "-C", str(ROOT), *KEEP_VENV, "serve",
+            f"MODELS_DIR={not_a_dir}", f"DB={tmp_path / 'memory.db'}"]  # fmt: skip
+    server = Client(argv, stderr_path=tmp_path / "stderr.log", env=clean_env(), name="make-serve")
+    try:
+        embedder = server.result("server.info")["components"]["embedder"]
+        assert server.finish() == 0
+        check_stream(server)
+        stderr = server.stderr_text()
+    finally:
+        server.close()
+    assert "make serve: could not pull minilm-l6-int8; serving without it" in stderr
+    assert embedder["state"] == "absent"
+    assert embedder["fix"] == f"memproc models pull minilm-l6-int8 --models-dir {not_a_dir}"
