@@ -120,8 +120,9 @@ def test_auto_with_nothing_installed_is_absent(tmp_path: Path, exists: bool) -> 
     manager.load_now()
     assert manager.states()["embedder"] == {
         "state": "absent",
-        "reason": "no embedder installed",
+        "reason": f"no embedder installed in {directory}: search is lexical only",
         "detail": {},
+        "fix": f"memproc models pull minilm-l6-int8 --models-dir {directory}",
     }
     assert manager.get("embedder", wait_s=0) is None
 

@@ -1,5 +1,6 @@
 """Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/` (and
-the Python client's method constants); `memproc models` manages the model cache.
+the Python client's method constants); `memproc models` manages the model cache; `memproc
+config` checks and explains the settings (`config_cli.py`).
 
 Exit codes: 0 success, 1 the operation failed (a download, a hash, a model that does not
 verify), 2 bad usage or configuration. Progress and messages go to stderr; stdout carries only
@@ -27,21 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve JSON-RPC over stdin/stdout")
-    serve.add_argument("--config", help="TOML settings file")
-    serve.add_argument("--db", help="SQLite database file (default ./memory.db)")
-    serve.add_argument(
-        "--project", help="project directory: its canonical path is the default scope"
-    )
-    serve.add_argument(
-        "--scope", action="append", dest="scopes", help="allow only this scope (repeatable)"
-    )
-    serve.add_argument("--workers", type=int, help="worker threads")
-    serve.add_argument("--max-pending", type=int, help="queued requests before -32011")
-    serve.add_argument("--max-line-bytes", type=int, help="longest accepted request line")
-    serve.add_argument("--log-level", help="debug, info, warning or error")
-    serve.add_argument("--models-dir", help=MODELS_DIR_HELP)
-    serve.add_argument("--embedder", help='embedder to load: a model name, "auto" or "none"')
-    serve.add_argument("--reranker", help='reranker to load: a model name, "auto" or "none"')
+    _add_setting_flags(serve)
     serve.add_argument(
         "--mcp", action="store_true", help="speak the Model Context Protocol (stdio) instead"
     )
@@ -54,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit 1 if the directory differs from the code"
     )
     _add_models_parser(commands)
+    _add_config_parser(commands)
     index_options = argparse.ArgumentParser(add_help=False)
     index_options.add_argument("--db", help="SQLite database file (default ./memory.db)")
     index_options.add_argument("--models-dir", help=MODELS_DIR_HELP)
@@ -118,6 +106,55 @@ def _add_data_parsers(commands: Any) -> None:
 
 
 MODELS_DIR_HELP = "model cache directory (default: $MEMPROC_MODELS or ~/.cache/memproc/models)"
+# The settings a flag may set, as Config keys (the dest of each flag `_add_setting_flags` adds).
+SETTING_FLAGS = (
+    "db",
+    "project",
+    "scopes",
+    "workers",
+    "max_pending",
+    "max_line_bytes",
+    "log_level",
+    "models_dir",
+    "embedder",
+    "reranker",
+)
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """Shared by `serve` and `config check | show`, so the commands that explain a
+    configuration accept exactly what the service accepts."""
+    parser.add_argument("--config", help="TOML settings file")
+    parser.add_argument("--db", help="SQLite database file (default ./memory.db)")
+    parser.add_argument(
+        "--project", help="project directory: its canonical path is the default scope"
+    )
+    parser.add_argument(
+        "--scope", action="append", dest="scopes", help="allow only this scope (repeatable)"
+    )
+    parser.add_argument("--workers", type=int, help="worker threads")
+    parser.add_argument("--max-pending", type=int, help="queued requests before -32011")
+    parser.add_argument("--max-line-bytes", type=int, help="longest accepted request line")
+    parser.add_argument("--log-level", help="debug, info, warning or error")
+    parser.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    parser.add_argument("--embedder", help='embedder to load: a model name, "auto" or "none"')
+    parser.add_argument("--reranker", help='reranker to load: a model name, "auto" or "none"')
+
+
+def _setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flag layer of the settings: None where a flag was not given."""
+    return {key: getattr(args, key) for key in SETTING_FLAGS}
+
+
+def _add_config_parser(commands: Any) -> None:
+    config = commands.add_parser("config", help="check, show or describe the settings")
+    actions = config.add_subparsers(dest="action", required=True)
+    check = actions.add_parser("check", help="validate the file, environment and flags")
+    _add_setting_flags(check)
+    show = actions.add_parser("show", help="every effective setting and where it came from")
+    _add_setting_flags(show)
+    show.add_argument("--json", action="store_true", help="one JSON object, for machines")
+    actions.add_parser("schema", help="print the JSON Schema of the TOML settings file")
 
 
 def _add_models_parser(commands: Any) -> None:
@@ -151,6 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _data(args)
     if args.command in ("search", "list"):
         return _query(args)
+    if args.command == "config":
+        from memproc import config_cli
+
+        flags = _setting_flags(args) if args.action != "schema" else {}
+        config_file = getattr(args, "config", None)
+        return config_cli.run(args.action, config_file, flags, getattr(args, "json", False))
     return _serve(args)
 
 
@@ -160,18 +203,7 @@ def _serve(args: argparse.Namespace) -> int:
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    flags = {
-        "db": args.db,
-        "project": args.project,
-        "scopes": args.scopes,
-        "workers": args.workers,
-        "max_pending": args.max_pending,
-        "max_line_bytes": args.max_line_bytes,
-        "log_level": args.log_level,
-        "models_dir": args.models_dir,
-        "embedder": args.embedder,
-        "reranker": args.reranker,
-    }
+    flags = _setting_flags(args)
     try:
         config = load_config(config_file=args.config, flags=flags)
     except ConfigError as exc:

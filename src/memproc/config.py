@@ -8,7 +8,7 @@ cross-field rules hold whatever the mix of sources.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -92,11 +92,28 @@ def _field_names() -> set[str]:
 
 
 def _validate_layer(values: Mapping[str, Any], where: str, *, strict: bool) -> dict[str, Any]:
+    _reject_unknown(values, where)
     try:
         msgspec.convert(dict(values), Config, strict=strict)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid setting {where}: {_describe(exc)}") from None
     return dict(values)
+
+
+def _reject_unknown(values: Mapping[str, Any], where: str) -> None:
+    """Checked before msgspec, whose message names the key but cannot guess what was meant."""
+    known = _field_names()
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"unknown setting {where}: `{key}`{_suggestion(key, known)}")
+
+
+def _suggestion(key: str, known: set[str], spell: Callable[[str], str] = str) -> str:
+    """ ", did you mean `workers`?" for a near miss, "" when nothing is close."""
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key.lower(), sorted(known), n=1, cutoff=0.6)
+    return f", did you mean `{spell(close[0])}`?" if close else ""
 
 
 def _describe(exc: msgspec.ValidationError) -> str:
@@ -129,7 +146,8 @@ def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         key = ENV_ALIASES.get(name) or name[len(ENV_PREFIX) :].lower()
         if key not in known:
-            raise ConfigError(f"unknown setting in environment: {name}")
+            hint = _suggestion(key, known, spell=env_name)
+            raise ConfigError(f"unknown setting in environment: `{name}`{hint}")
         values[key] = _env_value(key, raw)
     return values
 
@@ -147,6 +165,29 @@ def _env_value(key: str, raw: str) -> Any:
     return [raw]
 
 
+# Where a setting can come from, in rising precedence; "default" when none of them sets it.
+SOURCES = ("file", "environment", "flag")
+
+
+def read_layers(
+    *,
+    config_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each source's settings (see SOURCES), lowest precedence first, each validated on its own
+    so an error names where the key came from. A flag left as None is not set."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if config_file is not None:
+        toml = _validate_layer(read_toml(config_file), f"in {config_file}", strict=True)
+        layers.append(("file", toml))
+    env_values = read_env(os.environ if environ is None else environ)
+    layers.append(("environment", _validate_layer(env_values, "in environment", strict=False)))
+    flag_values = {k: v for k, v in (flags or {}).items() if v is not None}
+    layers.append(("flag", _validate_layer(flag_values, "on the command line", strict=True)))
+    return layers
+
+
 def load_config(
     *,
     config_file: str | None = None,
@@ -154,18 +195,28 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
 ) -> Config:
     """Merge file < environment < flags, validating each layer and then the whole."""
+    layers = read_layers(config_file=config_file, environ=environ, flags=flags)
+    return merge_layers(layers)[0]
+
+
+def merge_layers(layers: list[tuple[str, dict[str, Any]]]) -> tuple[Config, dict[str, str]]:
+    """The effective Config, and for each key set by a layer the source that won."""
     merged: dict[str, Any] = {}
-    if config_file is not None:
-        merged |= _validate_layer(read_toml(config_file), f"in {config_file}", strict=True)
-    env_values = read_env(os.environ if environ is None else environ)
-    merged |= _validate_layer(env_values, "in environment", strict=False)
-    flag_values = {k: v for k, v in (flags or {}).items() if v is not None}
-    merged |= _validate_layer(flag_values, "on the command line", strict=True)
+    sources: dict[str, str] = {}
+    for source, values in layers:
+        merged |= values
+        sources |= dict.fromkeys(values, source)
     try:
         config = msgspec.convert(merged, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid setting: {_describe(exc)}") from None
-    return _resolve_paths(config)
+    return _resolve_paths(config), sources
+
+
+def env_name(key: str) -> str:
+    """The environment variable that sets `key` (`workers` -> `MEMPROC_WORKERS`)."""
+    aliases = {field: name for name, field in ENV_ALIASES.items()}
+    return aliases.get(key, ENV_PREFIX + key.upper())
 
 
 def default_models_dir() -> str:

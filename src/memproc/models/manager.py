@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from memproc.errors import NotReady
+from memproc.models.catalog import DEFAULT_EMBEDDER
 from memproc.models.manifest import ModelError, ModelKind, read_manifest
 
 log = logging.getLogger("memproc.models")
@@ -27,11 +29,14 @@ PREFERRED: dict[str, tuple[str, ...]] = {
 
 
 class ModelSlot:
-    def __init__(self, kind: ModelKind, name: str | None, reason: str | None = None) -> None:
+    def __init__(
+        self, kind: ModelKind, name: str | None, reason: str | None = None, fix: str | None = None
+    ) -> None:
         self.kind = kind
         self.name = name
         self.state = "absent" if name is None else "loading"
         self.reason = reason
+        self.fix = fix
         self.model: Any = None
         self.load_seconds: float | None = None
         self.settled = threading.Event()
@@ -44,7 +49,8 @@ class ModelSlot:
             detail["name"] = self.name
         if self.load_seconds is not None:
             detail["load_seconds"] = round(self.load_seconds, 3)
-        return {"state": self.state, "reason": self.reason, "detail": detail}
+        described = {"state": self.state, "reason": self.reason, "detail": detail}
+        return described if self.fix is None else {**described, "fix": self.fix}
 
 
 def default_threads() -> int:
@@ -69,8 +75,17 @@ class ModelManager:
             return ModelSlot(kind, None, f"no {kind} configured")
         if requested == "auto":
             name = self._auto_choice(kind)
+            if name is None and kind == "embedder":
+                return self._missing_embedder()
             return ModelSlot(kind, name, None if name else f"no {kind} installed")
         return ModelSlot(kind, requested)
+
+    def _missing_embedder(self) -> ModelSlot:
+        """`auto` with an empty cache: search is lexical only, which a user would not guess,
+        so the slot carries the command that fixes it (the service itself never downloads)."""
+        reason = f"no embedder installed in {self.models_dir}: search is lexical only"
+        fix = f"memproc models pull {DEFAULT_EMBEDDER} --models-dir {shlex.quote(self.models_dir)}"
+        return ModelSlot("embedder", None, reason, fix)
 
     def _auto_choice(self, kind: str) -> str | None:
         installed = self._installed_of_kind(kind)
@@ -98,6 +113,10 @@ class ModelManager:
         self._ready_callbacks.append(callback)
 
     def start(self) -> None:
+        """Load in the background; say once, here, what is missing and how to supply it."""
+        embedder = self.slots["embedder"]
+        if embedder.fix is not None:
+            log.warning(f"{embedder.reason}; to fix: {embedder.fix}", extra={"fix": embedder.fix})
         self._loader = threading.Thread(target=self._load_all, name="memproc-models", daemon=True)
         self._loader.start()
 

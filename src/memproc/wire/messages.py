@@ -116,6 +116,10 @@ class ComponentState(msgspec.Struct, kw_only=True):
     state: Literal["absent", "loading", "ready", "failed"]
     reason: str | None = None
     detail: dict[str, Any] = {}
+    # The one shell command that supplies what is missing (for an absent default embedder:
+    # the `memproc models pull` that installs it where `auto` looks), so a harness or a person
+    # reading `server.info` need not find it in the README.
+    fix: str | None = None
 
 
 class ServerInfoResult(Result, kw_only=True):

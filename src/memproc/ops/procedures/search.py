@@ -78,8 +78,10 @@ def _dense(
     if missing:
         fresh = index.embedder.embed_documents([search_text(r.name, r.body) for r in missing])
         stored = stored | {r.seq: row.tobytes() for r, row in zip(missing, fresh, strict=True)}
-    matrix = np.stack([np.frombuffer(stored[r.seq], dtype=np.float32) for r in current])
-    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    # Two names, not one reassigned: numpy's stubs disagree across releases on the dtype the
+    # division yields (float32 up to 2.4, float64 from 2.5), and the values are float32 anyway.
+    vectors = np.stack([np.frombuffer(stored[r.seq], dtype=np.float32) for r in current])
+    matrix = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     q = index.embedder.embed_queries([query])[0]
     scores = matrix @ (q / max(float(np.linalg.norm(q)), 1e-12))
     ranked = sorted(
