@@ -284,3 +284,29 @@ def test_missing_id_sentinel_marks_notifications() -> None:
     assert incoming.is_notification
     assert incoming.id is dispatch.missing_id()
     assert not dispatch.parse_envelope(request("ping", id_=0)).is_notification
+
+
+def nested_metadata(depth: int) -> bytes:
+    """A remember whose metadata holds arrays nested `depth` deep: the line's object, its
+    params and the metadata object add three levels."""
+    inner = "[" * depth + "]" * depth
+    return (
+        '{"jsonrpc":"2.0","id":7,"method":"memory.remember","params":{"scope":"s","kind":"note",'
+        f'"content":"x","metadata":{{"m":{inner}}}}}}}'
+    ).encode()
+
+
+def test_nesting_past_the_lines_limit_is_32700_on_every_python(ctx: OpContext) -> None:
+    """The limit is memproc's own, not the decoder's recursion limit (which moved between
+    Python versions): one level more is a parse error, brackets inside strings do not count,
+    and a line just within it reaches the params check (metadata allows 32 levels)."""
+    limit = dispatch.MAX_JSON_DEPTH
+    too_deep = respond(nested_metadata(limit - 2), ctx)
+    assert too_deep is not None and too_deep["error"]["code"] == -32700
+    assert too_deep["id"] is None
+    within = respond(nested_metadata(limit - 3), ctx)
+    assert within is not None and within["error"]["code"] == -32602 and within["id"] == 7
+    assert within["error"]["data"]["path"] == "$.params.metadata"
+    quoted = request("memory.remember", {"scope": "s", "kind": "note", "content": "[" * limit * 2})
+    answered = respond(quoted, ctx)
+    assert answered is not None and "result" in answered

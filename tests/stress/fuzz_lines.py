@@ -28,6 +28,8 @@ from fuzz_values import (
     sized_text,
 )
 
+from memproc.server.dispatch import MAX_JSON_DEPTH
+
 # Every length limit the protocol types or the fuzz server's settings impose, so that strings
 # land on each side of each one.
 TYPE_LIMITS = (64, 128, 256, 512, 1024, 2048, 4000, 4096, 8192, 16_000)
@@ -210,9 +212,11 @@ class LineMaker:
         return Line(data[:-1] + b" " * (target - len(data)) + b"}", "size")
 
     def _depth(self) -> Line:
-        # Depths stay clear of the decoder's limit (about 1,000), where the answer depends on
-        # the stack depth of the thread that decodes: either side of it is tested, not the edge.
-        depth = self.rng.choice((31, 32, 33, 100, 500, 2_000, 100_000))
+        # Either side of the metadata's limit (32) and of the line's (MAX_JSON_DEPTH), and far
+        # past both, where a decoder without a limit of its own would run out of stack.
+        depth = self.rng.choice(
+            (31, 32, 33, 100, MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 2_000, 100_000)
+        )
         shape = self.rng.choice(("array", "object"))
         where = self.rng.random()
         if where < 0.5:

@@ -31,6 +31,13 @@ _encoder = msgspec.json.Encoder()
 _members_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _id_decoder = msgspec.json.Decoder(RequestId)
 _AT_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+# The deepest nesting of arrays and objects a line may have. Decoders stop at Python's
+# recursion limit, which depends on the version (a 2,000-deep line fails to decode on 3.11
+# and decodes on 3.13) and on how deep the decoding thread already is: an explicit limit
+# below all of them gives every Python the same answer. No request needs a tenth of it.
+MAX_JSON_DEPTH = 512
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,8 @@ def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
             line.decode("utf-8")
         except UnicodeDecodeError:
             raise EnvelopeError(error_line(None, ParseError("invalid UTF-8"))) from None
+    if _nests_too_deeply(line):
+        raise EnvelopeError(error_line(None, ParseError("JSON nests too deeply")))
     try:
         return _members_decoder.decode(line)
     except msgspec.ValidationError:
@@ -129,6 +138,21 @@ def _decode_members(line: bytes) -> dict[str, msgspec.Raw]:
         raise EnvelopeError(error_line(None, ParseError("invalid JSON"))) from None
     except RecursionError:
         raise EnvelopeError(error_line(None, ParseError("JSON nests too deeply"))) from None
+
+
+def _nests_too_deeply(line: bytes) -> bool:
+    """Whether the line's arrays and objects nest deeper than MAX_JSON_DEPTH. Counting the
+    brackets (in C) settles almost every line; only one with that many is scanned, outside
+    its strings."""
+    if line.count(b"[") + line.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    structure = _JSON_STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
+    depth = 0
+    for byte in structure:
+        depth += 1 if byte in b"[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            return True
+    return False
 
 
 def _parse_error_unless_json(line: bytes) -> None:
