@@ -12,7 +12,7 @@ TEST_WORKERS ?= 4
 # cache compiled modules (and pytest its rewritten tests) even where the machine says not to.
 TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 
-.PHONY: serve test test-fast lint typecheck schemas bench-startup clean
+.PHONY: serve test test-fast lint typecheck schemas bench-startup clean browser
 
 # An editable install compiles nothing, and PYTHONDONTWRITEBYTECODE (set on some machines)
 # stops Python caching what it compiles: then every `memproc serve` would compile its modules
@@ -27,7 +27,12 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(BIN)/memproc serve --db ./memory.db
 
-test: $(STAMP)
+# The viewer's browser test (tests/test_ui_browser.py) drives Debian's chromium through
+# Playwright; a fresh machine (CI runs as root) does not have it yet.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
