@@ -212,8 +212,10 @@ def run(config: Config, port: int) -> int:
 
     The stop signals are blocked before any thread starts (threads inherit the mask) and the
     main thread waits for one with `sigwait`: no handler runs at an arbitrary moment, so a
-    signal can neither interrupt a request nor be missed. Models load in the background, and
-    the viewer starts no backfill: it writes only when a reviewer decides."""
+    signal can neither interrupt a request nor be missed. The models load before the URL is
+    printed, so the page's first search is already hybrid when an embedder is installed
+    rather than lexical for a while; the viewer starts no backfill: it writes only when a
+    reviewer decides."""
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     configure_logging(config.log_level)
     if not os.path.isfile(config.db):
@@ -227,7 +229,7 @@ def run(config: Config, port: int) -> int:
         return _failed(runtime, f"{exc.kind}: {exc.message}")
     except OSError as exc:  # the port is taken, or not ours to bind
         return _failed(runtime, f"cannot listen on 127.0.0.1:{port}: {exc.strerror}")
-    runtime.models.start()
+    runtime.models.load_now()
     thread = threading.Thread(target=server.serve_forever, name="memproc-ui")
     thread.start()
     print(f"memproc ui: {config.db} at {server.url}", file=sys.stderr, flush=True)
