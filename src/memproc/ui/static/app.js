@@ -21,8 +21,10 @@ function badge(text) {
   return el("span", { class: `badge ${text}` }, text);
 }
 
+// A line of small facts; each string in its own span, so the flex gap separates them.
 function meta(...parts) {
-  return el("div", { class: "meta" }, ...parts.filter((p) => p !== null && p !== ""));
+  const kept = parts.filter((p) => p !== null && p !== "");
+  return el("div", { class: "meta" }, ...kept.map((p) => (typeof p === "string" ? el("span", {}, p) : p)));
 }
 
 function say(text, isError) {
@@ -163,7 +165,7 @@ function evidenceCard(item) {
   return el(
     "li",
     { class: "card evidence" },
-    meta(badge(item.state), badge(item.outcome), item.eligible ? "eligible" : "not eligible",
+    meta(badge(item.state), `outcome ${item.outcome}`, item.eligible ? "eligible" : "not eligible",
       item.reason ? `(${item.reason})` : null, `observed ${item.observed_at}`,
       item.expires_at ? `expires ${item.expires_at}` : null, el("code", {}, item.evidence_id)),
     el("div", { class: "content" }, item.claim),
