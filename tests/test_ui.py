@@ -15,12 +15,14 @@ from urllib.parse import urlsplit
 import pytest
 
 import test_layers as layers
+from indexkit import fill_indexed
 from memproc.config import Config
 from memproc.ops.context import OpContext
 from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
 from memproc.wire.messages import RememberParams
-from uikit import Viewer, running_viewer
+from test_readme_commands import PROGRAM, examples
+from uikit import Viewer, running, running_viewer
 
 SCOPE = "p"
 
@@ -146,6 +148,19 @@ def test_only_the_entry_point_imports_the_viewer_and_the_viewer_not_the_server()
     assert importers == ["memproc.cli"]
     assert layers.violations("memproc.ui", ("memproc.server",)) == []
     assert not any(m.startswith("memproc.ui") for m in layers.FIRST_RESPONSE_MEMPROC_MODULES)
+
+
+def test_the_readmes_example_serves_the_store_it_names(tmp_path: Path, minilm_dir: Path) -> None:
+    """The Viewer section's command, as written, in a directory holding memory.db and the
+    model cache: it prints a URL whose page answers, and SIGTERM stops it."""
+    fill_indexed(tmp_path / "memory.db", minilm_dir.parent, scope="/work/app")
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "models").symlink_to(minilm_dir.parent)
+    (command,) = examples("Viewer")
+    assert command[:2] == [PROGRAM, "ui"]
+    with running(command[1:], cwd=tmp_path) as viewer:
+        status, found = api(viewer, "GET", "/api/memory.search?scope=/work/app&query=caching")
+    assert status == 200 and found["mode"] == "hybrid" and found["degraded"] is None
 
 
 def test_the_page_ships_with_the_package() -> None:

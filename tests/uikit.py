@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,11 +41,17 @@ class Viewer:
         return "".join(self.stderr)
 
 
-@contextmanager
-def running_viewer(db: Path, models_dir: Path) -> Iterator[Viewer]:
+def running_viewer(db: Path, models_dir: Path) -> AbstractContextManager[Viewer]:
     """The viewer on `db`; on leaving, SIGTERM, which must end it with status 0."""
+    return running(["ui", "--db", str(db), "--models-dir", str(models_dir)])
+
+
+@contextmanager
+def running(args: list[str], cwd: Path | None = None) -> Iterator[Viewer]:
+    """`memproc ARGS` (a `ui` command) in `cwd`, stopped as `running_viewer` says."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "memproc", "ui", "--db", str(db), "--models-dir", str(models_dir)],
+        [sys.executable, "-m", "memproc", *args],
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
