@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -161,6 +162,15 @@ def test_the_readmes_example_serves_the_store_it_names(tmp_path: Path, minilm_di
     with running(command[1:], cwd=tmp_path) as viewer:
         status, found = api(viewer, "GET", "/api/memory.search?scope=/work/app&query=caching")
     assert status == 200 and found["mode"] == "hybrid" and found["degraded"] is None
+
+
+def test_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
+    """SIGINT as SIGTERM: the requests in progress are answered, then exit 0 (checked as the
+    viewer is left)."""
+    fill_indexed(tmp_path / "memory.db", tmp_path / "no-models")
+    with running_viewer(tmp_path / "memory.db", tmp_path / "no-models") as viewer:
+        viewer.process.send_signal(signal.SIGINT)
+        viewer.process.wait(timeout=120)
 
 
 def test_the_page_ships_with_the_package() -> None:

@@ -9,6 +9,7 @@ parameter that is a list on the wire (`kinds`) is the repeated query parameter.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ from memproc.runtime import Runtime
 from memproc.wire import evidence_messages as em
 from memproc.wire import messages as m
 from memproc.wire import procedure_messages as pm
+
+log = logging.getLogger("memproc.ui")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,9 @@ class Api:
             return _error(400, "invalid_params", str(exc))
         except MemprocError as exc:
             return _error(STATUS.get(type(exc), 500), exc.kind, exc.message, exc.data)
+        except Exception:  # a bug: logged with its traceback, answered without one
+            log.exception("endpoint failed", extra={"method": method})
+            return _error(500, "internal_error", "internal error")
         return Answer(200, msgspec.json.encode(result))
 
     def scopes(self) -> Answer:
