@@ -28,7 +28,7 @@ DEFAULT_MODEL := minilm-l6-int8
 CONSTRAINTS := constraints.txt
 LOCK_VENV := .cache/constraints-venv
 
-.PHONY: serve test test-fast lint typecheck schemas bench-startup constraints clean
+.PHONY: serve test test-fast lint typecheck schemas bench-startup constraints clean browser
 
 # An editable install compiles nothing, and PYTHONDONTWRITEBYTECODE (set on some machines)
 # stops Python caching what it compiles: then every `memproc serve` would compile its modules
@@ -50,7 +50,12 @@ serve: $(STAMP)
 	  || echo "make serve: could not pull $(DEFAULT_MODEL); serving without it" >&2
 	@$(BIN)/memproc serve $(DB_FLAG) $(MODELS_FLAG)
 
-test: $(STAMP)
+# The viewer's browser test (tests/test_ui_browser.py) drives Debian's chromium through
+# Playwright; a fresh machine (CI runs as root) does not have it yet.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy

@@ -1,6 +1,7 @@
 """Command line: `memproc serve` runs the JSONL service; `memproc schema` writes `schemas/` (and
 the Python client's method constants); `memproc models` manages the model cache; `memproc
-config` checks and explains the settings (`config_cli.py`).
+config` checks and explains the settings (`config_cli.py`); `memproc ui` serves a local web page
+over a store.
 
 Exit codes: 0 success, 1 the operation failed (a download, a hash, a model that does not
 verify), 2 bad usage or configuration. Progress and messages go to stderr; stdout carries only
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memproc import __version__
-from memproc.config import ConfigError, load_config
+from memproc.config import Config, ConfigError, load_config
 from memproc.models.catalog import HF_ENDPOINT
 
 
@@ -54,7 +55,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_data_parsers(commands)
     _add_query_parsers(commands)
+    _add_ui_parser(commands)
     return parser
+
+
+def _add_ui_parser(commands: Any) -> None:
+    """`ui` (ui/server.py): a local web page over a store."""
+    ui = commands.add_parser(
+        "ui", help="browse a store in a web browser (127.0.0.1, behind a one-time token)"
+    )
+    ui.add_argument("--db", help="SQLite database file (default ./memory.db)")
+    ui.add_argument("--models-dir", help=MODELS_DIR_HELP)
+    ui.add_argument("--config", help="TOML settings file")
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
 
 
 def _add_query_parsers(commands: Any) -> None:
@@ -194,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         flags = _setting_flags(args) if args.action != "schema" else {}
         config_file = getattr(args, "config", None)
         return config_cli.run(args.action, config_file, flags, getattr(args, "json", False))
+    if args.command == "ui":
+        return _ui(args)
     return _serve(args)
 
 
@@ -259,25 +274,32 @@ def _schema(args: argparse.Namespace) -> int:
 def _index(args: argparse.Namespace) -> int:
     from memproc import index_cli
 
-    flags = {"db": args.db, "models_dir": args.models_dir}
-    try:
-        config = load_config(config_file=args.config, flags=flags)
-    except ConfigError as exc:
-        print(f"memproc: {exc}", file=sys.stderr)
-        return 2
-    return index_cli.run(args.action, config)
+    config = _config(args, {"db": args.db, "models_dir": args.models_dir})
+    return 2 if config is None else index_cli.run(args.action, config)
 
 
 def _query(args: argparse.Namespace) -> int:
     from memproc import query_cli
 
-    flags = {"db": args.db, "models_dir": getattr(args, "models_dir", None)}
+    config = _config(args, {"db": args.db, "models_dir": getattr(args, "models_dir", None)})
+    return 2 if config is None else query_cli.run(args.command, config, args)
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from memproc.ui import server
+
+    config = _config(args, {"db": args.db, "models_dir": args.models_dir})
+    return 2 if config is None else server.run(config, args.port)
+
+
+def _config(args: argparse.Namespace, flags: dict[str, Any]) -> Config | None:
+    """The settings from `--config`, the environment and `flags`; None (said on stderr) when
+    they are invalid, which the caller turns into exit status 2."""
     try:
-        config = load_config(config_file=args.config, flags=flags)
+        return load_config(config_file=args.config, flags=flags)
     except ConfigError as exc:
         print(f"memproc: {exc}", file=sys.stderr)
-        return 2
-    return query_cli.run(args.command, config, args)
+        return None
 
 
 def _data(args: argparse.Namespace) -> int:
