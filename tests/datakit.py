@@ -25,13 +25,16 @@ def call(ctx: OpContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return msgspec.to_builtins(result)  # type: ignore[no-any-return]
 
 
-def memproc(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+def memproc(
+    *args: str, check: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "memproc", *args],
         capture_output=True,
         text=True,
         timeout=300,
         check=check,
+        env=env,
     )
 
 

@@ -4,24 +4,19 @@ a table, and the protocol's validation with exit status 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import datakit
 from indexkit import fill_indexed
 
 
 def memproc(*args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memproc", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={"COLUMNS": str(columns), "PATH": "/usr/bin:/bin"},
-    )
+    """The command with the terminal width the table is sized to."""
+    return datakit.memproc(*args, env={**os.environ, "COLUMNS": str(columns)})
 
 
 @pytest.fixture(scope="module")
