@@ -410,7 +410,6 @@ FIRST_RESPONSE_MEMPROC_MODULES = {
     "memproc.errors",
     "memproc.logs",
     "memproc.models",
-    "memproc.models.catalog",
     "memproc.models.hash_record",
     "memproc.models.manager",
     "memproc.models.manifest",

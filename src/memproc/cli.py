@@ -20,7 +20,6 @@ from typing import Any
 
 from memproc import __version__
 from memproc.config import Config, ConfigError, load_config
-from memproc.models.catalog import HF_ENDPOINT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -180,7 +179,9 @@ def _add_models_parser(commands: Any) -> None:
     pull = actions.add_parser("pull", parents=[common], help="build a model from the catalog")
     pull.add_argument("name", help="catalog name, e.g. minilm-l6-int8")
     pull.add_argument(
-        "--endpoint", default=HF_ENDPOINT, help=f"model repository base URL (default {HF_ENDPOINT})"
+        "--endpoint",
+        default=None,
+        help="model repository base URL (default: the catalog's, the Hugging Face hub)",
     )
     install = actions.add_parser(
         "install", parents=[common], help="copy a model directory with a manifest into the cache"
@@ -386,9 +387,11 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def _models_pull(args: argparse.Namespace, models_dir: str) -> int:
+    from memproc.models.catalog import HF_ENDPOINT  # not at start-up: `serve` never needs it
     from memproc.models.pull import pull
 
-    print(pull(args.name, models_dir, endpoint=args.endpoint, progress=_progress))
+    endpoint = args.endpoint or HF_ENDPOINT
+    print(pull(args.name, models_dir, endpoint=endpoint, progress=_progress))
     return 0
 
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from memproc.errors import NotReady
-from memproc.models.catalog import DEFAULT_EMBEDDER
 from memproc.models.manifest import ModelError, ModelKind, read_manifest
 
 log = logging.getLogger("memproc.models")
@@ -30,18 +29,34 @@ PREFERRED: dict[str, tuple[str, ...]] = {
 
 class ModelSlot:
     def __init__(
-        self, kind: ModelKind, name: str | None, reason: str | None = None, fix: str | None = None
+        self,
+        kind: ModelKind,
+        name: str | None,
+        reason: str | None = None,
+        missing_from: str | None = None,
     ) -> None:
         self.kind = kind
         self.name = name
         self.state = "absent" if name is None else "loading"
         self.reason = reason
-        self.fix = fix
+        # The models directory an embedder is missing from, when `auto` found none there.
+        self.missing_from = missing_from
         self.model: Any = None
         self.load_seconds: float | None = None
         self.settled = threading.Event()
         if name is None:
             self.settled.set()
+
+    @property
+    def fix(self) -> str | None:
+        """The one command that supplies a missing embedder. Built when asked for: the
+        catalog that names the default model is large, and `ping` should not wait for it."""
+        if self.missing_from is None:
+            return None
+        from memproc.models.catalog import DEFAULT_EMBEDDER
+
+        directory = shlex.quote(self.missing_from)
+        return f"memproc models pull {DEFAULT_EMBEDDER} --models-dir {directory}"
 
     def describe(self) -> dict[str, Any]:
         detail: dict[str, Any] = {}
@@ -50,7 +65,8 @@ class ModelSlot:
         if self.load_seconds is not None:
             detail["load_seconds"] = round(self.load_seconds, 3)
         described = {"state": self.state, "reason": self.reason, "detail": detail}
-        return described if self.fix is None else {**described, "fix": self.fix}
+        fix = self.fix
+        return described if fix is None else {**described, "fix": fix}
 
 
 def default_threads() -> int:
@@ -84,8 +100,7 @@ class ModelManager:
         """`auto` with an empty cache: search is lexical only, which a user would not guess,
         so the slot carries the command that fixes it (the service itself never downloads)."""
         reason = f"no embedder installed in {self.models_dir}: search is lexical only"
-        fix = f"memproc models pull {DEFAULT_EMBEDDER} --models-dir {shlex.quote(self.models_dir)}"
-        return ModelSlot("embedder", None, reason, fix)
+        return ModelSlot("embedder", None, reason, missing_from=self.models_dir)
 
     def _auto_choice(self, kind: str) -> str | None:
         installed = self._installed_of_kind(kind)
@@ -113,12 +128,16 @@ class ModelManager:
         self._ready_callbacks.append(callback)
 
     def start(self) -> None:
-        """Load in the background; say once, here, what is missing and how to supply it."""
-        embedder = self.slots["embedder"]
-        if embedder.fix is not None:
-            log.warning(f"{embedder.reason}; to fix: {embedder.fix}", extra={"fix": embedder.fix})
-        self._loader = threading.Thread(target=self._load_all, name="memproc-models", daemon=True)
+        """Load in the background, where it is also said once what is missing and how to
+        supply it."""
+        self._loader = threading.Thread(target=self._start, name="memproc-models", daemon=True)
         self._loader.start()
+
+    def _start(self) -> None:
+        fix = self.slots["embedder"].fix
+        if fix is not None:
+            log.warning(f"{self.slots['embedder'].reason}; to fix: {fix}", extra={"fix": fix})
+        self._load_all()
 
     def join(self, timeout: float) -> bool:
         """Wait for loading to finish (it cannot be interrupted); False if it is still going.
