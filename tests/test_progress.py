@@ -59,3 +59,33 @@ def read_all(fd: int) -> bytes:
             break
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def test_a_model_install_counts_its_steps(tmp_path: Path, minilm_dir: Path) -> None:
+    """Copying the pinned files and the manifest, checking every hash, building the optimized
+    copy: five steps, as lines off a terminal and as a bar on one."""
+    source = tmp_path / "minilm-l6-int8"
+    for name in ("model.onnx", "tokenizer.json", "memproc-model.json"):
+        (source / name).parent.mkdir(exist_ok=True)
+        (source / name).write_bytes((minilm_dir / name).read_bytes())
+    done = memproc("models", "install", str(source), "--models-dir", str(tmp_path / "plain"))
+    assert done.returncode == 0, done.stderr
+    steps = [line for line in done.stderr.splitlines() if line.startswith("install ")]
+    assert steps[0] == "install minilm-l6-int8: 0/5 steps (0%)"
+    assert steps[-1] == "install minilm-l6-int8: 5/5 steps (100%)"
+    primary, secondary = pty.openpty()
+    try:
+        command = [sys.executable, "-m", "memproc", "models", "install", str(source)]
+        child = subprocess.Popen(
+            [*command, "--models-dir", str(tmp_path / "tty")],
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+        )
+        os.close(secondary)
+        seen = read_all(primary).decode()
+        stdout, _ = child.communicate(timeout=300)
+    finally:
+        os.close(primary)
+    assert child.returncode == 0 and stdout.decode().strip().endswith("minilm-l6-int8")
+    assert f"\rinstall minilm-l6-int8 [{'#' * 30}] 100% 5/5 steps" in seen
+    assert "install minilm-l6-int8: " not in seen

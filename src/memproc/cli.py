@@ -391,17 +391,47 @@ def _models_pull(args: argparse.Namespace, models_dir: str) -> int:
     from memproc.models.pull import pull
 
     endpoint = args.endpoint or HF_ENDPOINT
-    print(pull(args.name, models_dir, endpoint=endpoint, progress=_progress))
+    steps = _StepProgress(f"pull {args.name}")
+    target = pull(args.name, models_dir, endpoint=endpoint, progress=steps.say, steps=steps)
+    steps.finish()
+    print(target)
     return 0
 
 
 def _models_install(args: argparse.Namespace, models_dir: str) -> int:
     from memproc.models.pull import install
 
-    target = install(args.directory, models_dir, progress=_progress)
+    steps = _StepProgress(f"install {os.path.basename(os.path.normpath(args.directory))}")
+    target = install(args.directory, models_dir, progress=steps.say, steps=steps)
+    steps.finish()
     _progress(f"installed {os.path.basename(target)} in {models_dir}")
     print(target)
     return 0
+
+
+class _StepProgress:
+    """A pull's or install's steps on stderr (memproc.progress: a bar on a terminal, lines
+    otherwise). Its messages are lines off a terminal; on one they would break the bar."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar: Any = None
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from memproc.progress import Progress
+
+            self.bar = Progress(self.label, total, unit="steps")
+        self.bar.update(done)
+
+    def say(self, message: str) -> None:
+        if not self.tty or self.bar is None:
+            _progress(message)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.finish()
 
 
 def _models_verify(args: argparse.Namespace, models_dir: str) -> int:

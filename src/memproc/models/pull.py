@@ -32,6 +32,9 @@ from memproc.models.manifest import (
 from memproc.models.optimize import is_current, optimize
 
 Progress = Callable[[str], None]
+# Steps of a pull or install as they finish: (done, total). The steps are the files to fetch
+# or copy, the check of every pinned hash, and the optimized copy.
+Steps = Callable[[int, int], None]
 
 
 def _quiet(message: str) -> None:
@@ -44,6 +47,7 @@ def pull(
     *,
     endpoint: str = HF_ENDPOINT,
     progress: Progress = _quiet,
+    steps: Steps | None = None,
 ) -> str:
     """Build model `name` under `models_dir`; returns its directory. Re-pulling is a no-op
     when the installed copy verifies."""
@@ -56,18 +60,21 @@ def pull(
         if is_current(target):
             progress(f"{name}: already installed and verified")
         else:  # built by an older memproc or onnxruntime, or its copy is damaged
-            _rebuild(target, target, models_dir, progress, os.link)
+            _rebuild(target, target, models_dir, progress, os.link, steps)
         return target
     os.makedirs(models_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir)
+    step = _counter(len(entry.files) + 2, steps)
     try:
-        hashes = {
-            file_name: _fetch(source, os.path.join(staging, file_name), endpoint, progress)
-            for file_name, source in entry.files.items()
-        }
+        hashes = {}
+        for file_name, source in entry.files.items():
+            hashes[file_name] = _fetch(source, os.path.join(staging, file_name), endpoint, progress)
+            step()
         write_manifest(staging, _manifest(entry, hashes))
         load_verified(staging)
+        step()
         optimize(staging, progress)
+        step()
         _replace_dir(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -75,14 +82,31 @@ def pull(
     return target
 
 
-def install(source_dir: str, models_dir: str, progress: Progress = _quiet) -> str:
+def install(
+    source_dir: str, models_dir: str, progress: Progress = _quiet, steps: Steps | None = None
+) -> str:
     """Copy a model directory that already has a manifest into the cache, verifying it, and
     make its optimized copy here (one in the source, made elsewhere, is not copied)."""
     manifest = load_verified(source_dir)
     target = os.path.join(models_dir, manifest.name)
     os.makedirs(models_dir, exist_ok=True)
-    _rebuild(source_dir, target, models_dir, progress, shutil.copyfile)
+    _rebuild(source_dir, target, models_dir, progress, shutil.copyfile, steps)
     return target
+
+
+def _counter(total: int, steps: Steps | None) -> Callable[[], None]:
+    """A function to call as each of `total` steps finishes (reported to `steps`)."""
+    done = 0
+    if steps is not None:
+        steps(0, total)
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if steps is not None:
+            steps(done, total)
+
+    return step
 
 
 def _rebuild(
@@ -91,17 +115,23 @@ def _rebuild(
     models_dir: str,
     progress: Progress,
     place: Callable[[str, str], object],
+    steps: Steps | None = None,
 ) -> None:
     """The model in `source_dir` (its pinned files and manifest, put in place by `place`),
     with a fresh optimized copy, built beside `target` and renamed over it. Hard links
     (`os.link`) serve when the source is the target itself: its files do not change."""
     manifest = read_manifest(source_dir)
     staging = tempfile.mkdtemp(prefix=f".{manifest.name}.", dir=models_dir)
+    files = [*manifest.files, MANIFEST_NAME]
+    step = _counter(len(files) + 2, steps)
     try:
-        for file_name in [*manifest.files, MANIFEST_NAME]:
+        for file_name in files:
             _place(place, os.path.join(source_dir, file_name), os.path.join(staging, file_name))
+            step()
         load_verified(staging)
+        step()
         optimize(staging, progress)
+        step()
         _replace_dir(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
