@@ -3,6 +3,8 @@ meaning alone, and only current versions are ever served."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -53,6 +55,40 @@ def test_words_and_meaning_agree_on_the_obvious_procedure(rt: Runtime) -> None:
     result = search(ctx, "how do I rotate the API key")
     assert result.results[0].procedure.id == keys
     assert result.results[0].lexical_rank == 1 and result.results[0].dense_rank == 1
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "zscore"])
+def test_the_fusion_setting_is_followed(
+    open_runtime: Callable[..., Runtime], tmp_path: Path, fusion: str
+) -> None:
+    """The same store searched under each fusion: the same obvious winner, and the scores of
+    that fusion (reciprocal ranks are at most 2 / (rrf_k + 1); z-scores are squashed into
+    (0, 1) and spread wider), as memory search gives them."""
+    db = str(tmp_path / "fusion.db")
+    writer = OpContext(open_runtime(db))
+    create(writer, "feed the cat", ["put kibble in the cat bowl"])
+    keys = create(writer, "rotate keys", ["generate a new API key", "revoke the old API key"])
+    create(writer, "release", ["tag the commit", "push the image to the registry"])
+    rt = open_runtime(db, fusion=fusion)
+    result = search(OpContext(rt), "how do I rotate the API key")
+    assert result.results[0].procedure.id == keys
+    scores = [hit.score for hit in result.results]
+    assert all(0 < score < 1 for score in scores)
+    if fusion == "rrf":
+        assert max(scores) <= 2 / (rt.config.rrf_k + 1)
+    else:
+        assert max(scores) > 2 / (rt.config.rrf_k + 1)
+
+
+def test_a_larger_limit_never_reorders_the_head() -> None:
+    """Items only a channel's deeper list found (past the pool) follow the head, which is
+    fused from each channel's top `depth` alone, whatever the fusion."""
+    lexical = [(1, -9.0), (2, -8.0), (5, -7.9)]
+    dense = [(3, 0.9), (4, 0.8), (5, 0.79)]
+    for fusion in ("rrf", "zscore"):
+        pooled = list(procedure_search.fuse(lexical, dense, fusion, 60, depth=2))
+        assert set(pooled[:4]) == {1, 2, 3, 4} and pooled[4] == 5
+        assert list(procedure_search.fuse(lexical[:2], dense[:2], fusion, 60, 2)) == pooled[:4]
 
 
 # -- a revision carried by a review is gated and stored as an evolve's is -------------------------

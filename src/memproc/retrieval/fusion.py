@@ -62,3 +62,9 @@ def _standardise(channel: Mapping[int, float]) -> dict[int, float]:
     if spread == 0.0:
         return dict.fromkeys(channel, 0.0)
     return {item: (value - mean) / spread for item, value in channel.items()}
+
+
+def logistic(x: float) -> float:
+    """A fused z-score squashed into (0, 1), order kept: a score that is always positive, so a
+    boost can multiply it, on the same scale wherever z-score fusion is used."""
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))

@@ -7,7 +7,6 @@ gathers inside one read transaction and ranks outside it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import apsw
 
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
-from memproc.retrieval.fusion import reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord
 from memproc.store import memories as memory_sql
@@ -225,14 +224,10 @@ def _zscore_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) ->
         channels["time"] = {
             c.record.seq: float(plan.timeframe.contains(_event_time(c))) for c in servable
         }
-    return {item: _logistic(score) for item, score in zscore_fusion(channels).items()}
+    return {item: logistic(score) for item, score in zscore_fusion(channels).items()}
 
 
 _FUSERS = {"rrf": _rank_fuse, "zscore": _zscore_fuse}
-
-
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
 
 
 def _event_time(candidate: Candidate) -> datetime:

@@ -5,7 +5,9 @@ chunks, the shared vec0 tables and the in-memory copy of memory vectors), and th
 reworking it. Procedures are few per scope, so this module keeps their channels small and
 reuses the parts that define the search: the lexical query (`retrieval.query.lexical_match`,
 the same stop words and FTS5 quoting), the same FTS5 tokenizer and bm25, the same embedder
-with its query prefix, and the same reciprocal-rank fusion (`retrieval.fusion`, `rrf_k`).
+with its query prefix, and the configured fusion (`fusion`: reciprocal ranks with `rrf_k`,
+or z-scores squashed into (0, 1), from `retrieval.fusion`), with a head that the limit does
+not change.
 Dense scoring is an exact cosine over the scope's current versions; versions stored before
 an embedder was ready are embedded on the fly (searching never writes).
 """
@@ -16,7 +18,7 @@ from typing import Any
 
 from memproc.ops.context import OpContext
 from memproc.ops.procedures.views import version_view
-from memproc.retrieval.fusion import reciprocal_rank_fusion
+from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.query import lexical_match
 from memproc.store import procedures as procedure_sql
 from memproc.store.procedures import VersionRecord
@@ -43,11 +45,10 @@ def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresRe
         records = {r.seq: r for r in current}
         records |= procedure_sql.current_by_seqs(conn, [s for s, _ in lexical if s not in records])
     dense = [] if index is None else _dense(index, params.query, current, stored)[:pool]
-    rankings = {"lexical": [s for s, _ in lexical], "dense": [s for s, _ in dense]}
-    fused = reciprocal_rank_fusion(rankings, config.rrf_k)
-    ordered = sorted(fused, key=lambda seq: (-fused[seq], -seq))[: params.limit]
-    lexical_rank = {seq: i for i, seq in enumerate(rankings["lexical"], start=1)}
-    dense_rank = {seq: i for i, seq in enumerate(rankings["dense"], start=1)}
+    fused = fuse(lexical, dense, config.fusion, config.rrf_k, config.candidate_pool)
+    ordered = list(fused)[: params.limit]
+    lexical_rank = {seq: i for i, (seq, _) in enumerate(lexical, start=1)}
+    dense_rank = {seq: i for i, (seq, _) in enumerate(dense, start=1)}
     hits = [
         ProcedureHit(
             procedure=version_view(records[seq]),
@@ -62,6 +63,45 @@ def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresRe
     return SearchProceduresResult(
         results=hits, mode="lexical" if index is None else "hybrid", degraded=degraded
     )
+
+
+def fuse(
+    lexical: list[tuple[int, float]],
+    dense: list[tuple[int, float]],
+    fusion: str,
+    rrf_k: int,
+    depth: int,
+) -> dict[int, float]:
+    """seq -> fused score, best first, by the configured fusion (`rrf` or `zscore`) as memory
+    search fuses. The head is fused from each channel's top `depth` (the candidate pool), and
+    what only a deeper list found (a limit above the pool) follows it: asking for more
+    results never reorders the first ones."""
+    head_seqs = {seq for seq, _ in lexical[:depth]} | {seq for seq, _ in dense[:depth]}
+    head = _fused(lexical[:depth], dense[:depth], fusion, rrf_k)
+    tail = {
+        seq: score
+        for seq, score in _fused(lexical, dense, fusion, rrf_k).items()
+        if seq not in head_seqs
+    }
+    return {
+        seq: part[seq]
+        for part in (head, tail)
+        for seq in sorted(part, key=lambda seq: (-part[seq], -seq))
+    }
+
+
+def _fused(
+    lexical: list[tuple[int, float]], dense: list[tuple[int, float]], fusion: str, rrf_k: int
+) -> dict[int, float]:
+    if fusion == "zscore":
+        # bm25 is lower for better matches: negated, like the memory pipeline's lexical score.
+        channels = {
+            "lexical": {seq: -score for seq, score in lexical},
+            "dense": dict(dense),
+        }
+        return {seq: logistic(score) for seq, score in zscore_fusion(channels).items()}
+    rankings = {"lexical": [s for s, _ in lexical], "dense": [s for s, _ in dense]}
+    return reciprocal_rank_fusion(rankings, rrf_k)
 
 
 def _dense(
