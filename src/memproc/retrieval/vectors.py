@@ -164,21 +164,29 @@ class VectorService:
             return self._deferred_done >= target
 
     def _embed_deferred(self) -> None:
+        """The worker: one pass per batch of requests, until none is left. It says it has
+        stopped in the same locked step that finds nothing left, so a request made just then
+        either is seen here or starts the next worker."""
+        done_normally = False
         try:
             while not self._background.stopping():
                 with self._deferred:
                     target, after = self._deferred_requested, self._deferred_after
                     self._deferred_after = None
                     if after is None:
+                        self._deferred_running = False
+                        self._deferred.notify_all()
+                        done_normally = True
                         return
                 self._embed_after(after)
                 with self._deferred:
                     self._deferred_done = target
                     self._deferred.notify_all()
         finally:
-            with self._deferred:
-                self._deferred_running = False
-                self._deferred.notify_all()
+            if not done_normally:  # stopping, or a failure: nothing runs the queue now
+                with self._deferred:
+                    self._deferred_running = False
+                    self._deferred.notify_all()
 
     def _embed_after(self, after_seq: int) -> None:
         """Embed what lacks vectors past `after_seq`, waiting for an embedder still loading
