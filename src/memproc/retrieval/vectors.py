@@ -210,17 +210,20 @@ class VectorService:
         self._background.run(self._backfill_until_caught_up, "memproc-backfill")
 
     def _backfill_until_caught_up(self) -> None:
+        done_normally = False
         try:
             while not self._background.stopping():
                 self.backfill(self._progress)
                 with self._lock:  # a request now either sees running or is seen here
                     if not self._backfill_again:
                         self._backfill_running = False
+                        done_normally = True
                         return
                     self._backfill_again = False
         finally:
-            with self._lock:
-                self._backfill_running = False
+            if not done_normally:  # a later backfill may run by now: its flag is its own
+                with self._lock:
+                    self._backfill_running = False
 
     def backfill(self, progress: BackfillProgress | None = None) -> int:
         """Embed memories that lack vectors for the current embedder, reporting progress to
