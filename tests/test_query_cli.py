@@ -12,6 +12,11 @@ import pytest
 
 import datakit
 from indexkit import fill_indexed
+from memproc.config import Config
+from memproc.ops.context import OpContext
+from memproc.ops.memories import memory as memory_ops
+from memproc.runtime import Runtime
+from memproc.wire.messages import RememberBatchParams, RememberItem
 
 
 def memproc(*args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
@@ -61,3 +66,29 @@ def test_an_empty_answer_says_so(store: Path) -> None:
 def test_bad_parameters_exit_2_naming_the_field(store: Path, args: list[str], said: str) -> None:
     done = memproc(args[0], "--db", str(store), "--scope", "p", *args[1:])
     assert done.returncode == 2 and said in done.stderr and done.stdout == ""
+
+
+def test_a_search_says_when_memories_have_no_vectors_yet(tmp_path: Path, minilm_dir: Path) -> None:
+    """Stored while no model was installed: this read-only command embeds nothing, so it says
+    how many memories only its words can find, and how to embed them."""
+    db = tmp_path / "plain.db"
+    runtime = Runtime(Config(db=str(db), embedder="none", reranker="none"))
+    try:
+        runtime.open_store()
+        items = [RememberItem(kind="note", content=f"plain note {i}") for i in range(3)]
+        memory_ops.remember_batch(
+            OpContext(runtime=runtime), RememberBatchParams(scope="p", items=items)
+        )
+    finally:
+        runtime.close()
+    args = ["search", "--db", str(db), "--models-dir", str(minilm_dir.parent), "--scope", "p"]
+    done = memproc(*args, "plain note")
+    assert done.returncode == 0, done.stderr
+    assert "3 memories have no vectors yet" in done.stderr
+    assert "memproc index rebuild" in done.stderr
+    rebuilt = datakit.memproc(
+        "index", "rebuild", "--db", str(db), "--models-dir", str(minilm_dir.parent)
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    again = memproc(*args, "plain note")
+    assert again.returncode == 0 and "no vectors yet" not in again.stderr

@@ -51,6 +51,12 @@ def run(command: str, config: Config, args: argparse.Namespace) -> int:
             result: Any = search_ops.search(ctx, params)
             if result.degraded:
                 print(f"memproc: {result.degraded}", file=sys.stderr)
+            elif result.mode != "lexical" and (missing := _unembedded(runtime)):
+                print(
+                    f"memproc: {missing} memories have no vectors yet and are found by words "
+                    "only: `memproc index rebuild` (or the next `memproc serve`) embeds them",
+                    file=sys.stderr,
+                )
             rows = [_search_row(rank, hit) for rank, hit in enumerate(result.results, 1)]
             header = ("#", "score", "kind", "date", "id", "content")
         else:
@@ -69,6 +75,19 @@ def run(command: str, config: Config, args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(table(header, rows, shutil.get_terminal_size((120, 24)).columns))
     return 0
+
+
+def _unembedded(runtime: Any) -> int:
+    """Memories the search's embedder has no vectors for. This command starts no backfill (a
+    read never writes), so a store written while no model was installed would otherwise
+    answer by words alone without saying so."""
+    from memproc.store import vectors as vector_sql
+
+    index = runtime.vectors.vector_index(0.0, required=False)
+    if index is None:
+        return 0
+    with runtime.store().reading() as conn:
+        return vector_sql.count_pending(conn, index.find_row(conn))
 
 
 def _params(command: str, args: argparse.Namespace) -> Any:

@@ -231,7 +231,17 @@ def is_current(conn: apsw.Connection, memory: PendingMemory) -> bool:
     return found is not None
 
 
-def count_pending(conn: apsw.Connection, embedder: EmbedderRow) -> int:
+def count_pending(conn: apsw.Connection, embedder: EmbedderRow | None) -> int:
+    """Searchable memories without current vectors for `embedder` (all of them when the
+    embedder was never registered: nothing was embedded with it)."""
+    if embedder is None:
+        return int(
+            conn.execute(
+                "SELECT count(*) FROM memories WHERE status IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(SEARCHABLE_STATUSES).decode(),),
+            ).get
+            or 0
+        )
     row = conn.execute(
         "SELECT count(*) FROM memories AS m LEFT JOIN memory_embeddings AS e "
         "ON e.memory_seq = m.seq AND e.embedder_id = :embedder "
