@@ -414,24 +414,20 @@ class _StepProgress:
     otherwise). Its messages are lines off a terminal; on one they would break the bar."""
 
     def __init__(self, label: str) -> None:
-        self.label = label
-        self.bar: Any = None
+        from memproc.progress import LateProgress
+
+        self.late = LateProgress(label, unit="steps")
         self.tty = sys.stderr.isatty()
 
     def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            from memproc.progress import Progress
-
-            self.bar = Progress(self.label, total, unit="steps")
-        self.bar.update(done)
+        self.late.update(done, total)
 
     def say(self, message: str) -> None:
-        if not self.tty or self.bar is None:
+        if not self.tty or not self.late.started:
             _progress(message)
 
     def finish(self) -> None:
-        if self.bar is not None:
-            self.bar.finish()
+        self.late.finish()
 
 
 def _models_verify(args: argparse.Namespace, models_dir: str) -> int:

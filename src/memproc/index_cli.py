@@ -15,7 +15,7 @@ import msgspec
 
 from memproc.config import Config
 from memproc.errors import MemprocError
-from memproc.progress import Progress
+from memproc.progress import LateProgress
 from memproc.store import maintenance
 from memproc.store import vectors as vector_sql
 from memproc.wire.messages import ProgressParams
@@ -59,8 +59,7 @@ def _rebuild(runtime: Any, store: Any) -> None:
     runtime.models.load_now()
     sink = StderrProgress()
     embedded = runtime.vectors.backfill(backfill_progress(sink))
-    if sink.bar is not None:
-        sink.bar.finish()
+    sink.late.finish()
     print(f"embedded {embedded} memories", file=sys.stderr)
 
 
@@ -68,13 +67,10 @@ class StderrProgress:
     """The backfill's progress on stderr, a bar on a terminal (stdout carries the report)."""
 
     def __init__(self) -> None:
-        self.bar: Progress | None = None
+        self.late = LateProgress("embedding", unit="memories")
 
     def progress(self, params: ProgressParams) -> None:
-        if self.bar is None:
-            self.bar = Progress("embedding", params.total, unit="memories")
-        self.bar.total = params.total
-        self.bar.update(params.done)
+        self.late.update(params.done, params.total)
 
 
 def _current_embedder_missing(runtime: Any, report: maintenance.IndexReport) -> int:

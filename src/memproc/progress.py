@@ -50,6 +50,30 @@ class Progress:
         self.stream.flush()
 
 
+class LateProgress:
+    """A Progress whose total is known only once the work has begun (a backfill's count, a
+    pull's steps): the bar or first line is made at the first update."""
+
+    def __init__(self, label: str, *, unit: str = "") -> None:
+        self.label = label
+        self.unit = unit
+        self.bar: Progress | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.bar is not None
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = Progress(self.label, total, unit=self.unit)
+        self.bar.total = total
+        self.bar.update(done)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.finish()
+
+
 def say(message: str) -> None:
     """A message for the person running the command: stderr, never stdout."""
     print(message, file=sys.stderr, flush=True)
