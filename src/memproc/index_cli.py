@@ -16,7 +16,7 @@ import msgspec
 from memproc.config import Config
 from memproc.errors import MemprocError
 from memproc.progress import LateProgress
-from memproc.store import maintenance
+from memproc.store import maintenance, threads
 from memproc.store import vectors as vector_sql
 from memproc.wire.messages import ProgressParams
 
@@ -48,12 +48,21 @@ def drift(runtime: Any) -> tuple[maintenance.IndexReport, int]:
 
 
 def _rebuild(runtime: Any, store: Any) -> None:
+    config = runtime.config
+    window = threads.Window(config.thread_window_before, config.thread_window_after)
     with store.writing() as conn:
+        # Every thread window made again with the configured setting (vectors follow by
+        # index_sha256); then FTS from the rows.
+        rewindowed = threads.rewrite(conn, threads.threaded_seqs(conn), window)
         maintenance.rebuild_fts(conn)
         dropped = sum(
             maintenance.drop_drifted_vectors(conn, row) for row in vector_sql.all_embedders(conn)
         )
-    print(f"rebuilt the FTS index; dropped {dropped} drifted vector sets", file=sys.stderr)
+    print(
+        f"re-windowed {len(rewindowed)} thread memories; rebuilt the FTS index; "
+        f"dropped {dropped} drifted vector sets",
+        file=sys.stderr,
+    )
     from memproc.runtime import backfill_progress
 
     runtime.models.load_now()

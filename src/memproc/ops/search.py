@@ -13,6 +13,7 @@ from typing import Any
 from memproc.errors import NotReady
 from memproc.ops.context import OpContext
 from memproc.ops.memories.views import hit_view
+from memproc.ops.thread_matches import thread_matches
 from memproc.ops.validation import normalize_time
 from memproc.retrieval import pipeline
 from memproc.retrieval.boosts import BoostWeights, parse_time
@@ -29,6 +30,7 @@ from memproc.wire.messages import (
     SearchParams,
     SearchResult,
     StageRanks,
+    ThreadMatch,
 )
 
 
@@ -47,6 +49,10 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
         gathered = pipeline.gather(conn, plan)
         # In the same snapshot as the candidates: challenges and refs no longer active.
         annotations = annotate(conn, [c.record for c in gathered.candidates.values()])
+        threads = {}
+        if params.explain:
+            embedder = None if index is None else index.embedder
+            threads = thread_matches(conn, plan, gathered.candidates, embedder)
     candidates = gathered.candidates
     ordered = pipeline.fuse_and_boost(candidates, plan)
     if reranker is not None:
@@ -58,7 +64,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
             vector_sql.record_access(conn, [c.record.seq for c in returned], "search", True)
     explanation = None
     if params.explain:
-        explanation = _explain(plan, gathered, query_text, index, reranker, mode)
+        explanation = _explain(plan, gathered, query_text, index, reranker, mode, threads)
     return SearchResult(
         results=[_hit(c, annotations[c.record.seq]) for c in returned],
         mode=mode,
@@ -150,6 +156,7 @@ def _explain(
     index: VectorIndex | None,
     reranker: Any,
     mode: str,
+    threads: dict[int, ThreadMatch],
 ) -> Explanation:
     everyone = sorted(gathered.candidates.values(), key=_explain_order)
     counts = {
@@ -186,7 +193,7 @@ def _explain(
             "now": plan.now.isoformat(),
         },
         counts=counts,
-        candidates=[_candidate_view(c) for c in everyone],
+        candidates=[_candidate_view(c, threads.get(c.record.seq)) for c in everyone],
     )
 
 
@@ -204,7 +211,7 @@ def _explain_order(candidate: Candidate) -> tuple[int, float]:
     return _OUTCOME_ORDER[candidate.outcome], -candidate.final_score
 
 
-def _candidate_view(candidate: Candidate) -> CandidateExplanation:
+def _candidate_view(candidate: Candidate, thread: ThreadMatch | None) -> CandidateExplanation:
     return CandidateExplanation(
         id=candidate.record.id,
         kind=candidate.record.kind,
@@ -222,4 +229,5 @@ def _candidate_view(candidate: Candidate) -> CandidateExplanation:
         rerank_rank=candidate.rerank_rank,
         rerank_score=candidate.rerank_score,
         final_score=candidate.final_score,
+        thread=thread,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -39,23 +39,50 @@ def manifest_fingerprint(manifest: Any) -> str:
     return hashlib.sha256(VECTOR_RECIPE.encode() + b"\0" + encoded).hexdigest()
 
 
-def embed_contents(
-    embedder: Any, contents: Sequence[str], contexts: Sequence[str | None] | None = None
-) -> list[list[bytes]]:
-    """Per content, the float32 bytes of each chunk's vector: the content's own chunks, and
-    with a context, the chunks of context and content together (a memory scores as its best
-    chunk, so the context can only help it be found). All chunks of all contents go through
-    the embedder together so batching sees the whole workload."""
+# A threaded memory's window: the text of its neighbours before and after it (see
+# store/threads.py); (None, None) or None when it has none.
+Window = tuple[str | None, str | None]
+# Which part of a memory's index entry a chunk was made from, in the order chunks are stored.
+ChunkPart = Literal["own", "context", "window"]
+
+
+def chunk_parts(
+    embedder: Any, content: str, context: str | None = None, window: Window | None = None
+) -> list[tuple[ChunkPart, str]]:
+    """A memory's chunks, each with the part it stands for: the content's own chunks; with a
+    context, the chunks of context and content together; with thread neighbours, the chunks
+    of the window read in order (turns before, the content, turns after). A memory scores as
+    its best chunk, so what is added can only help it be found."""
     max_tokens = embedder.manifest.max_length
+    chunks: list[tuple[ChunkPart, str]] = [
+        ("own", chunk) for chunk in chunk_text(content, max_tokens, embedder.token_counts)
+    ]
+    if context:
+        combined = f"{context}\n{content}"
+        chunks += [("context", c) for c in chunk_text(combined, max_tokens, embedder.token_counts)]
+    before, after = window or (None, None)
+    if before or after:
+        read_in_order = "\n".join(part for part in (before, content, after) if part)
+        chunks += [
+            ("window", c) for c in chunk_text(read_in_order, max_tokens, embedder.token_counts)
+        ]
+    return chunks
+
+
+def embed_contents(
+    embedder: Any,
+    contents: Sequence[str],
+    contexts: Sequence[str | None] | None = None,
+    windows: Sequence[Window | None] | None = None,
+) -> list[list[bytes]]:
+    """Per content, the float32 bytes of each of its chunks' vectors (see `chunk_parts`).
+    All chunks of all contents go through the embedder together so batching sees the whole
+    workload."""
     contexts = contexts or [None] * len(contents)
+    windows = windows or [None] * len(contents)
     chunked = [
-        chunk_text(text, max_tokens, embedder.token_counts)
-        + (
-            []
-            if not context
-            else chunk_text(f"{context}\n{text}", max_tokens, embedder.token_counts)
-        )
-        for text, context in zip(contents, contexts, strict=True)
+        [text for _, text in chunk_parts(embedder, content, context, window)]
+        for content, context, window in zip(contents, contexts, windows, strict=True)
     ]
     flat = [chunk for chunks in chunked for chunk in chunks]
     matrix = embedder.embed_documents(flat)
@@ -132,9 +159,25 @@ class VectorIndex:
                 report(done)
         return done
 
+    def embed_pending_among(self, seqs: Sequence[int]) -> int:
+        """Embed those of `seqs` that lack current vectors (thread neighbours a write
+        re-indexed, wherever they lie in the store); returns how many."""
+        row = self.row()
+        done = 0
+        for start in range(0, len(seqs), BACKFILL_BATCH):
+            with self.store.reading() as conn:
+                batch = vector_sql.pending_among(conn, row, seqs[start : start + BACKFILL_BATCH])
+            if batch:
+                self._write_batch(row, batch)
+                done += len(batch)
+        return done
+
     def _write_batch(self, row: EmbedderRow, batch: list[PendingMemory]) -> None:
         vectors = embed_contents(
-            self.embedder, [m.content for m in batch], [m.context for m in batch]
+            self.embedder,
+            [m.content for m in batch],
+            [m.context for m in batch],
+            [(m.neighbour_before, m.neighbour_after) for m in batch],
         )
         with self.store.writing() as conn:
             for memory, memory_vectors in zip(batch, vectors, strict=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memproc.errors import MemprocError
@@ -64,6 +64,8 @@ class VectorService:
         self._deferred_requested = 0
         self._deferred_done = 0
         self._deferred_after: int | None = None
+        # Older memories whose thread window a write changed: taken by seq, not as a range.
+        self._deferred_seqs: set[int] = set()
         self._deferred_running = False
 
     def report_backfills_to(self, progress: BackfillProgress | None) -> None:
@@ -123,7 +125,7 @@ class VectorService:
         vectors once it is ready, and searches should wait for them."""
         return self._models.slots["embedder"].state == "loading"
 
-    def embed_later(self, seqs: list[int]) -> None:
+    def embed_later(self, seqs: list[int], rewindowed: Sequence[int] = ()) -> None:
         """Have the worker embed memories a write committed without vectors (call after the
         commit).
 
@@ -134,14 +136,19 @@ class VectorService:
         model runs in batches on the other core meanwhile. Searches wait for the vectors of
         the writes answered before them (`caught_up`); if the process stops first, the
         backfill of the next start embeds what is left.
+
+        `rewindowed`: memories whose thread window the write changed (see store/threads.py).
+        They may lie anywhere in the store, so they are looked up by seq, not as a range.
         """
-        if not seqs:
+        if not seqs and not rewindowed:
             return
         with self._deferred:
             self._deferred_requested += 1
-            low = min(seqs) - 1
-            after = self._deferred_after
-            self._deferred_after = low if after is None else min(after, low)
+            if seqs:
+                low = min(seqs) - 1
+                after = self._deferred_after
+                self._deferred_after = low if after is None else min(after, low)
+            self._deferred_seqs.update(rewindowed)
             if self._deferred_running:
                 return
             self._deferred_running = True
@@ -172,13 +179,15 @@ class VectorService:
             while not self._background.stopping():
                 with self._deferred:
                     target, after = self._deferred_requested, self._deferred_after
+                    rewindowed = sorted(self._deferred_seqs)
                     self._deferred_after = None
-                    if after is None:
+                    self._deferred_seqs = set()
+                    if after is None and not rewindowed:
                         self._deferred_running = False
                         self._deferred.notify_all()
                         done_normally = True
                         return
-                self._embed_after(after)
+                self._embed_after(after, rewindowed)
                 with self._deferred:
                     self._deferred_done = target
                     self._deferred.notify_all()
@@ -188,15 +197,18 @@ class VectorService:
                     self._deferred_running = False
                     self._deferred.notify_all()
 
-    def _embed_after(self, after_seq: int) -> None:
-        """Embed what lacks vectors past `after_seq`, waiting for an embedder still loading
-        (a write during start-up hands its memories here too). A failure, or a model that is
-        not ready in time, is logged and the waiting searches released: those memories are
-        found by words until a backfill embeds them."""
+    def _embed_after(self, after_seq: int | None, rewindowed: Sequence[int] = ()) -> None:
+        """Embed what lacks vectors past `after_seq` and among `rewindowed`, waiting for an
+        embedder still loading (a write during start-up hands its memories here too). A
+        failure, or a model that is not ready in time, is logged and the waiting searches
+        released: those memories are found by words until a backfill embeds them."""
         try:
             index = self.vector_index(self._model_wait_s, required=True)
             if index is not None:
-                index.embed_pending_after(after_seq, should_stop=self._background.stopping)
+                if after_seq is not None:
+                    index.embed_pending_after(after_seq, should_stop=self._background.stopping)
+                if rewindowed and not self._background.stopping():
+                    index.embed_pending_among(rewindowed)
         except MemprocError as exc:
             log.warning("deferred embedding stopped", extra={"kind": exc.kind})
 

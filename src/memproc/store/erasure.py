@@ -8,6 +8,11 @@ in FTS5 only adds a delete marker until segments merge). `secure_delete` (set on
 connection) zeroes freed pages and cells. After the commit, `Store.checkpoint()` copies the WAL
 into the database and truncates it, so no old page image survives in the -wal file either.
 
+A purged turn of a thread also leaves its neighbours' index entries: their windows are
+recomputed without it (its thread key is erased too) and their vectors, made from text that
+held it, are deleted in the same transaction; the caller has them made again after the
+commit. The FTS5 optimize then covers the neighbours' old entries as well.
+
 The tombstone keeps an FTS5 document with no terms: FTS5's integrity check (`memproc index
 verify`) requires one per content row, and an empty one holds nothing.
 """
@@ -16,13 +21,19 @@ from __future__ import annotations
 
 import apsw
 
-from memproc.store import citations, events, revisions, vectors
+from memproc.store import citations, events, revisions, threads, vectors
 from memproc.store.annotations import memory_ref
 from memproc.store.memories import content_hash
 from memproc.store.records import MemoryRecord
 
 
-def erase(conn: apsw.Connection, record: MemoryRecord, updated_at: str) -> None:
+def erase(
+    conn: apsw.Connection, record: MemoryRecord, updated_at: str, window: threads.Window
+) -> list[int]:
+    """Erase the memory; returns the thread neighbours whose entries no longer hold it (their
+    vectors are gone until made again)."""
+    reached = {*threads.reach(conn, [record.seq], window), *threads.holding(conn, record.seq)}
+    neighbours = sorted(reached - {record.seq})
     vectors.delete_vectors(conn, record.seq)
     revisions.delete_all(conn, record.seq)
     events.delete_all(conn, record.seq)
@@ -30,7 +41,13 @@ def erase(conn: apsw.Connection, record: MemoryRecord, updated_at: str) -> None:
     conn.execute(
         "UPDATE memories SET content = '', content_sha256 = ?, tags = '[]', metadata = '{}', "
         "source = '{}', context = NULL, client_token = NULL, occurred_at = NULL, "
-        "status = 'purged', status_reason = NULL, updated_at = ? WHERE seq = ?",
+        "status = 'purged', status_reason = NULL, updated_at = ?, thread = NULL, "
+        "neighbour_ids = NULL, neighbour_before = NULL, neighbour_after = NULL, "
+        "index_sha256 = NULL WHERE seq = ?",
         (content_hash(""), updated_at, record.seq),
     )
+    rewindowed = threads.rewrite(conn, neighbours, window)
+    for seq in rewindowed:
+        vectors.delete_vectors(conn, seq)
     conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+    return rewindowed

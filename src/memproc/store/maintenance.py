@@ -126,7 +126,8 @@ def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
         for (seq,) in conn.execute(
             "SELECT e.memory_seq FROM memory_embeddings AS e JOIN memories AS m "
             "ON m.seq = e.memory_seq WHERE e.embedder_id = :id AND (m.status NOT IN "
-            "(SELECT value FROM json_each(:searchable)) OR e.content_sha256 != m.content_sha256 "
+            "(SELECT value FROM json_each(:searchable)) "
+            "OR e.content_sha256 != coalesce(m.index_sha256, m.content_sha256) "
             "OR e.chunks != (SELECT count(*) FROM vector_rows AS r "
             "WHERE r.memory_seq = e.memory_seq AND r.embedder_id = :id))",
             {"id": row.id, "searchable": _SEARCHABLE},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import apsw
 import msgspec
@@ -30,8 +30,12 @@ _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
 # FTS5 column weights for bm25(): content, then tags. FTS5 multiplies a column's hit counts by
 # its weight *before* bm25's saturation, so a weight far from 1 distorts bm25 itself; content
 # keeps the standard 1 (SciFact lexical nDCG@10 0.682 against 0.657 with 10).
-# Context (text around a memory, see migration 3) counts for less than the memory itself.
-_BM25_WEIGHTS = "1.0, 0.5, 0.5"
+# Context (text around a memory, see migration 3) counts for less than the memory itself, and
+# so does the text of its thread neighbours (see store/threads.py), as context of the same kind.
+_BM25_WEIGHTS = "1.0, 0.5, 0.5, 0.5, 0.5"
+# The FTS5 columns that hold a memory's own text, and those that hold its neighbours'.
+_OWN_COLUMNS = "{content tags context}"
+_NEIGHBOUR_COLUMNS = "{neighbour_before neighbour_after}"
 
 
 def content_hash(content: str) -> str:
@@ -68,8 +72,8 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
     now = now_rfc3339()
     conn.execute(
         "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, client_token, created_at, updated_at, occurred_at, context) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
+        "importance, status, client_token, created_at, updated_at, occurred_at, context, thread) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
         (
             memory_id,
             new.scope,
@@ -85,6 +89,7 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
             now,
             new.occurred_at,
             new.context,
+            new.thread,
         ),
     )
     seq = conn.last_insert_rowid()
@@ -292,3 +297,32 @@ def context_of(conn: apsw.Connection, seq: int) -> str | None:
     """A memory's context (searched and embedded, never returned, so not in MemoryRecord)."""
     row = conn.execute("SELECT context FROM memories WHERE seq = ?", (seq,)).fetchone()
     return None if row is None else row[0]
+
+
+MatchSource = Literal["own", "neighbours", "both"]
+
+
+def match_sources(conn: apsw.Connection, match: str, seqs: Sequence[int]) -> dict[int, MatchSource]:
+    """For explain: whether the lexical query matched each of `seqs` in its own text ("own"),
+    only in its thread neighbours' text ("neighbours"), or in both ("both"). Two probes of
+    the FTS5 index, each restricted to one set of columns by a column filter."""
+    if not seqs:
+        return {}
+    own = _matching(conn, f"{_OWN_COLUMNS} : ({match})", seqs)
+    theirs = _matching(conn, f"{_NEIGHBOUR_COLUMNS} : ({match})", seqs)
+    sources: dict[int, MatchSource] = {}
+    for seq in seqs:
+        if seq in own:
+            sources[seq] = "both" if seq in theirs else "own"
+        elif seq in theirs:
+            sources[seq] = "neighbours"
+    return sources
+
+
+def _matching(conn: apsw.Connection, match: str, seqs: Sequence[int]) -> set[int]:
+    rows = conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+        "AND rowid IN (SELECT value FROM json_each(?))",
+        (match, orjson.dumps(list(seqs)).decode()),
+    )
+    return {int(seq) for (seq,) in rows}

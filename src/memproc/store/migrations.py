@@ -362,6 +362,65 @@ _SEARCH_FILTERS = """
 CREATE INDEX memories_search_filters ON memories (seq, scope, status, kind);
 """
 
+_THREADS = """
+-- Conversation-aware indexing (see store/threads.py). `thread` is the memory's thread key (an
+-- explicit `thread`, else `source.session`); memories of one scope and thread are ordered by
+-- event time (occurred_at, else created_at), then seq. `neighbour_before` and
+-- `neighbour_after` hold the text of the servable turns in its window, `neighbour_ids` their
+-- ids ({"before": [...], "after": [...]}, oldest first), and `index_sha256` identifies what
+-- its vectors are made from when a window adds to it (NULL: the content hash does).
+-- All four are derived and kept current row by row as turns arrive, change or leave.
+ALTER TABLE memories ADD COLUMN thread TEXT;
+ALTER TABLE memories ADD COLUMN neighbour_ids TEXT;
+ALTER TABLE memories ADD COLUMN neighbour_before TEXT;
+ALTER TABLE memories ADD COLUMN neighbour_after TEXT;
+ALTER TABLE memories ADD COLUMN index_sha256 TEXT;
+
+UPDATE memories SET thread = json_extract(source, '$.session')
+    WHERE json_type(source, '$.session') = 'text' AND json_extract(source, '$.session') != '';
+
+CREATE INDEX memories_by_thread
+    ON memories (scope, thread, coalesce(occurred_at, created_at), seq)
+    WHERE thread IS NOT NULL;
+
+DROP TRIGGER memories_fts_insert;
+DROP TRIGGER memories_fts_delete;
+DROP TRIGGER memories_fts_update;
+DROP TABLE memories_fts;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, tags, context, neighbour_before, neighbour_after,
+    content = 'memories', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content, tags, context, neighbour_before, neighbour_after)
+    VALUES (new.seq, new.content, new.tags, new.context, new.neighbour_before,
+            new.neighbour_after);
+END;
+
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags, context, neighbour_before,
+                              neighbour_after)
+    VALUES ('delete', old.seq, old.content, old.tags, old.context, old.neighbour_before,
+            old.neighbour_after);
+END;
+
+CREATE TRIGGER memories_fts_update
+    AFTER UPDATE OF content, tags, context, neighbour_before, neighbour_after ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, tags, context, neighbour_before,
+                              neighbour_after)
+    VALUES ('delete', old.seq, old.content, old.tags, old.context, old.neighbour_before,
+            old.neighbour_after);
+    INSERT INTO memories_fts (rowid, content, tags, context, neighbour_before, neighbour_after)
+    VALUES (new.seq, new.content, new.tags, new.context, new.neighbour_before,
+            new.neighbour_after);
+END;
+
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _MEMORIES_V1,
     _VECTORS_V2,
@@ -374,6 +433,7 @@ MIGRATIONS: tuple[str, ...] = (
     # JSON body and need no column; the candidate index files them as `consumes:` keys.
     _CONTRACTS,
     _SEARCH_FILTERS,
+    _THREADS,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

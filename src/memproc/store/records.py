@@ -34,6 +34,7 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     occurred_at: str | None = None
     revision: int = 1
     superseded_by: str | None = None
+    thread: str | None = None  # its thread key: neighbours share it (see store/threads.py)
 
 
 MEMORY_ROW = RowDecoder(MemoryRecord, json=("tags", "metadata", "source"))
@@ -50,6 +51,7 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     client_token: str | None
     occurred_at: str | None = None
     context: str | None = None
+    thread: str | None = None  # the thread key: an explicit thread, else source.session
     refs: list[str] = msgspec.field(default_factory=list)  # `memory:<id>` it cites
 
 

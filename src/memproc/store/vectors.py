@@ -31,12 +31,25 @@ class EmbedderRow:
 
 @dataclass(frozen=True)
 class PendingMemory:
+    """A memory to embed. `content_sha256` is the key its vectors are recorded under: the
+    content hash, or for a memory whose thread window adds text, its `index_sha256`."""
+
     seq: int
     scope: str
     kind: str
     content: str
     content_sha256: str
     context: str | None = None
+    neighbour_before: str | None = None
+    neighbour_after: str | None = None
+
+
+# What a memory's current vectors must have been made from (see PendingMemory).
+_INDEX_KEY = "coalesce(m.index_sha256, m.content_sha256)"
+_PENDING_COLUMNS = (
+    f"m.seq, m.scope, m.kind, m.content, {_INDEX_KEY}, m.context, m.neighbour_before, "
+    "m.neighbour_after"
+)
 
 
 def find_embedder(conn: apsw.Connection, fingerprint: str) -> EmbedderRow | None:
@@ -205,10 +218,10 @@ def pending_memories(
 ) -> list[PendingMemory]:
     """Searchable memories with no vectors for this embedder, or vectors of older content."""
     rows = conn.execute(
-        "SELECT m.seq, m.scope, m.kind, m.content, m.content_sha256, m.context FROM memories AS m "
+        f"SELECT {_PENDING_COLUMNS} FROM memories AS m "
         "LEFT JOIN memory_embeddings AS e ON e.memory_seq = m.seq AND e.embedder_id = :embedder "
         "WHERE m.seq > :after AND m.status IN (SELECT value FROM json_each(:statuses)) "
-        "AND (e.memory_seq IS NULL OR e.content_sha256 != m.content_sha256) "
+        f"AND (e.memory_seq IS NULL OR e.content_sha256 != {_INDEX_KEY}) "
         "ORDER BY m.seq LIMIT :limit",
         {
             "embedder": embedder.id,
@@ -220,12 +233,33 @@ def pending_memories(
     return [PendingMemory(*row) for row in rows]
 
 
+def pending_among(
+    conn: apsw.Connection, embedder: EmbedderRow, seqs: Sequence[int]
+) -> list[PendingMemory]:
+    """Those of `seqs` that are searchable and lack current vectors: the thread neighbours a
+    write re-indexed, found by seq wherever they lie in the store."""
+    rows = conn.execute(
+        f"SELECT {_PENDING_COLUMNS} FROM json_each(:seqs) AS j CROSS JOIN memories AS m "
+        "ON m.seq = j.value "
+        "LEFT JOIN memory_embeddings AS e ON e.memory_seq = m.seq AND e.embedder_id = :embedder "
+        "WHERE m.status IN (SELECT value FROM json_each(:statuses)) "
+        f"AND (e.memory_seq IS NULL OR e.content_sha256 != {_INDEX_KEY}) ORDER BY m.seq",
+        {
+            "seqs": orjson.dumps(sorted(set(seqs))).decode(),
+            "embedder": embedder.id,
+            "statuses": orjson.dumps(SEARCHABLE_STATUSES).decode(),
+        },
+    )
+    return [PendingMemory(*row) for row in rows]
+
+
 def is_current(conn: apsw.Connection, memory: PendingMemory) -> bool:
-    """The memory still has this content and is still searchable (it was not edited or
-    deactivated while its vectors were being computed outside the transaction)."""
+    """The memory still has this content (and thread window) and is still searchable (it was
+    not edited, re-windowed or deactivated while its vectors were computed outside the
+    transaction)."""
     found = conn.execute(
-        "SELECT 1 FROM memories WHERE seq = ? AND content_sha256 = ? "
-        "AND status IN (SELECT value FROM json_each(?))",
+        "SELECT 1 FROM memories AS m WHERE m.seq = ? "
+        f"AND {_INDEX_KEY} = ? AND m.status IN (SELECT value FROM json_each(?))",
         (memory.seq, memory.content_sha256, orjson.dumps(SEARCHABLE_STATUSES).decode()),
     ).fetchone()
     return found is not None
@@ -246,7 +280,7 @@ def count_pending(conn: apsw.Connection, embedder: EmbedderRow | None) -> int:
         "SELECT count(*) FROM memories AS m LEFT JOIN memory_embeddings AS e "
         "ON e.memory_seq = m.seq AND e.embedder_id = :embedder "
         "WHERE m.status IN (SELECT value FROM json_each(:statuses)) "
-        "AND (e.memory_seq IS NULL OR e.content_sha256 != m.content_sha256)",
+        f"AND (e.memory_seq IS NULL OR e.content_sha256 != {_INDEX_KEY})",
         {"embedder": embedder.id, "statuses": orjson.dumps(SEARCHABLE_STATUSES).decode()},
     ).get
     return int(row or 0)
@@ -302,3 +336,14 @@ def access_counts(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict[int
         (orjson.dumps(list(memory_seqs)).decode(),),
     )
     return {int(seq): int(count) for seq, count in rows}
+
+
+def chunk_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_seq: int) -> list[bytes]:
+    """One memory's vectors in the order its chunks were stored (for explain)."""
+    table = quote_identifier(embedder.table)
+    rows = conn.execute(
+        f"SELECT v.embedding FROM vector_rows AS r JOIN {table} AS v ON v.rowid = r.rowid "
+        "WHERE r.memory_seq = ? AND r.embedder_id = ? ORDER BY r.rowid",
+        (memory_seq, embedder.id),
+    )
+    return [bytes(vector) for (vector,) in rows]

@@ -223,6 +223,20 @@ class RememberItem(Params, kw_only=True):
         | None
     ) = None
     refs: Refs = []
+    thread: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=512,
+                description="The conversation (or other sequence) this memory belongs to; "
+                "left out, `source.session` is used. Memories of a scope that share a thread "
+                "are indexed with the turns around them (by occurred_at, then write order): "
+                "a turn is found by words its neighbours say.",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class RememberParams(RememberItem, kw_only=True):
@@ -439,6 +453,22 @@ class ChannelQueries(msgspec.Struct, kw_only=True):
 Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
 
 
+class ThreadMatch(msgspec.Struct, kw_only=True):
+    """How a memory's thread neighbours took part in its match (only for a memory whose index
+    entry holds neighbours: see `thread` in memory.remember)."""
+
+    # The ids of the neighbours its index entry holds, before and after it, oldest first.
+    before: list[str] = []
+    after: list[str] = []
+    # Where the lexical query matched: the memory's own text (content, tags, context), only
+    # its neighbours' text, or both; None when the lexical channel did not find it.
+    lexical: Literal["own", "neighbours", "both"] | None = None
+    # The chunk that scored best in the dense channel: the content's own, context with
+    # content, or the thread window (neighbours before, content, neighbours after); None when
+    # the dense channel did not find it.
+    dense_chunk: Literal["own", "context", "window"] | None = None
+
+
 class CandidateExplanation(msgspec.Struct, kw_only=True):
     id: str
     kind: Kind
@@ -456,6 +486,7 @@ class CandidateExplanation(msgspec.Struct, kw_only=True):
     rerank_rank: int | None = None
     rerank_score: float | None = None
     final_score: float | None = None
+    thread: ThreadMatch | None = None
 
 
 class Explanation(msgspec.Struct, kw_only=True):

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from memproc.ops.context import OpContext
-from memproc.ops.memories import citing, embedding
+from memproc.ops.memories import citing, embedding, threads
 from memproc.ops.memories.views import source_dict
 from memproc.ops.validation import check_content, check_metadata, normalize_time
 from memproc.retrieval.indexing import VectorIndex
 from memproc.store import NewMemory, citations
 from memproc.store import memories as memory_sql
+from memproc.store import threads as thread_sql
 from memproc.store.annotations import memory_ref
 from memproc.wire.messages import RememberItem, RememberResult
 
@@ -38,6 +39,7 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
         client_token=item.client_token,
         occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
         context=item.context,
+        thread=threads.thread_key(item),
         refs=list(dict.fromkeys(item.refs)),
     )
 
@@ -56,14 +58,18 @@ def remember_all(
     embedder is still loading go to the same worker, which waits for the model.
     """
     store = ctx.runtime.store()
+    window = threads.window(ctx)
     with store.reading(ctx.token) as conn:
         fresh = [new for new, _ in news if existing_id(conn, new) is None]
     index = embedding.ready_index(ctx)
     vectors: Vectors = {}
-    if index is not None and fresh and not defer_vectors:
-        vectors = _embed(ctx, index, [_text(new) for new in fresh], len(news))
+    # A memory that joins a thread is embedded after the commit, with its window (known only
+    # inside the write); the others as before.
+    plain = [new for new in fresh if not _windowed(new, window)]
+    if index is not None and plain and not defer_vectors:
+        vectors = _embed(ctx, index, [_text(new) for new in plain], len(news))
     ctx.token.check()
-    results, created_seqs = [], []
+    results, created_seqs, threaded_seqs = [], [], []
     with store.writing(ctx.token) as conn:
         for new, path in news:
             citing.check_refs(conn, new.scope, new.refs, f"{path}.refs")
@@ -74,18 +80,42 @@ def remember_all(
             memory_id, seq = insert(conn, new, index, vectors)
             results.append(RememberResult(id=memory_id, created=True))
             created_seqs.append(seq)
-    vectors_service = ctx.runtime.vectors
-    if created_seqs and (
-        (index is not None and defer_vectors)
-        or (index is None and vectors_service.embedder_loading())
-    ):
-        vectors_service.embed_later(created_seqs)  # searches wait for these vectors
-    elif created_seqs:
-        embedding.wrote(ctx, index)
+            if _windowed(new, window):
+                threaded_seqs.append(seq)
+        rewindowed = thread_sql.refresh(conn, threaded_seqs, window, arrived=True)
+    _after_commit(ctx, index, created_seqs, threaded_seqs, rewindowed, defer_vectors)
     if ctx.progress is not None:
-        embedded = len(fresh) if vectors else 0
+        embedded = len(plain) if vectors else 0
         ctx.progress(embedded + len(news), embedded + len(news), f"stored {len(news)} items")
     return results
+
+
+def _windowed(new: NewMemory, window: thread_sql.Window) -> bool:
+    return new.thread is not None and not window.empty
+
+
+def _after_commit(
+    ctx: OpContext,
+    index: VectorIndex | None,
+    created: list[int],
+    threaded: list[int],
+    rewindowed: list[int],
+    defer: bool,
+) -> None:
+    """Vectors for what the write left without them: deferred memories go to the worker,
+    which searches wait for; threaded ones (new, and the neighbours they re-windowed) follow
+    the same way, or are embedded here when the caller waits for vectors."""
+    vectors_service = ctx.runtime.vectors
+    threaded_set = set(threaded)
+    others = [seq for seq in created if seq not in threaded_set]
+    if others and (
+        (index is not None and defer) or (index is None and vectors_service.embedder_loading())
+    ):
+        vectors_service.embed_later(others)  # searches wait for these vectors
+    elif others:
+        embedding.wrote(ctx, index)
+    neighbours = [seq for seq in rewindowed if seq not in threaded_set]
+    threads.embed_rewindowed(ctx, index, neighbours, created=threaded, defer=defer)
 
 
 def _embed(ctx: OpContext, index: VectorIndex, texts: list[embedding.Text], stored: int) -> Vectors:

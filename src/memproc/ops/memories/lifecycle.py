@@ -7,7 +7,7 @@ citing the memory, which now rest on something no longer active. One transaction
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
@@ -17,6 +17,7 @@ from memproc.errors import Conflict, InvalidParams, NotFound
 from memproc.lifecycle import (
     HIDDEN,
     IDEMPOTENT,
+    SERVED,
     Action,
     State,
     impacts_citers,
@@ -24,11 +25,12 @@ from memproc.lifecycle import (
     next_state,
 )
 from memproc.ops.context import OpContext
-from memproc.ops.memories import citing, creation, embedding
+from memproc.ops.memories import citing, creation, embedding, threads
 from memproc.ops.memories.views import source_dict
 from memproc.ops.validation import check_content
 from memproc.store import MemoryRecord, NewMemory, erasure, events
 from memproc.store import memories as memory_sql
+from memproc.store import threads as thread_sql
 from memproc.wire.messages import (
     ChallengeParams,
     ForgetParams,
@@ -50,6 +52,7 @@ class Moved:
     status: State
     changed: bool
     impact: list[Impact]
+    rewindowed: list[int] = field(default_factory=list)  # thread entries the move changed
 
 
 def find(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord:
@@ -74,6 +77,7 @@ def _move(
     *,
     reason: str | None,
     source: Source | None,
+    window: thread_sql.Window,
     successor: str | None = None,
 ) -> Moved:
     if is_repeat(action, record.status):
@@ -93,7 +97,10 @@ def _move(
     impact = []
     if impacts_citers(record.status, after):
         impact = citing.impact(conn, record.scope, record.id, after, successor)
-    return Moved(record, after, True, impact)
+    rewindowed = []
+    if (record.status in SERVED) != (after in SERVED):  # it joins or leaves its neighbours
+        rewindowed = thread_sql.refresh(conn, [record.seq], window)
+    return Moved(record, after, True, impact, rewindowed)
 
 
 def _simple(
@@ -101,7 +108,10 @@ def _simple(
 ) -> Moved:
     scope = ctx.runtime.scopes.resolve(raw_scope)
     with ctx.runtime.store().writing(ctx.token) as conn:
-        return _move(conn, find(conn, scope, memory_id), action, **log)
+        record = find(conn, scope, memory_id)
+        moved = _move(conn, record, action, window=threads.window(ctx), **log)
+    threads.embed_rewindowed(ctx, embedding.ready_index(ctx), moved.rewindowed)
+    return moved
 
 
 def _result(moved: Moved) -> TransitionResult:
@@ -157,7 +167,7 @@ def purge(ctx: OpContext, params: PurgeParams) -> PurgeResult:
         next_state("purge", record.status)  # the table decides, even though all states may go
         now = now_rfc3339()
         impact = citing.impact(conn, scope, record.id, "purged")
-        erasure.erase(conn, record, now)
+        rewindowed = erasure.erase(conn, record, now, threads.window(ctx))
         events.record(
             conn,
             record.seq,
@@ -168,9 +178,9 @@ def purge(ctx: OpContext, params: PurgeParams) -> PurgeResult:
             source=source_dict(params.source),
             at=now,
         )
-    return PurgeResult(
-        id=params.id, status="purged", impact=impact, checkpointed=store.checkpoint()
-    )
+    checkpointed = store.checkpoint()
+    threads.embed_rewindowed(ctx, embedding.ready_index(ctx), rewindowed)
+    return PurgeResult(id=params.id, status="purged", impact=impact, checkpointed=checkpointed)
 
 
 def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
@@ -189,9 +199,16 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
     with store.reading(ctx.token) as conn:
         template = find(conn, scope, params.id)
     new = None if params.content is None else _successor(scope, template, params)
+    window = threads.window(ctx)
+    windowed = new is not None and new.thread is not None and not window.empty
     index = None if new is None else embedding.ready_index(ctx)
-    vectors = {} if index is None or new is None else embedding.embed(index, [(new.content, None)])
+    vectors = (
+        {}
+        if index is None or new is None or windowed
+        else embedding.embed(index, [(new.content, None)])
+    )
     ctx.token.check()
+    created: list[int] = []
     with store.writing(ctx.token) as conn:
         record = find(conn, scope, params.id)
         next_state("supersede", record.status)  # refuse before creating a successor
@@ -199,7 +216,7 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
             assert params.by is not None
             successor = _existing_successor(conn, scope, params.by)
         else:
-            successor = _new_successor(conn, record, new, index, vectors)
+            successor, created = _new_successor(conn, record, new, index, vectors)
         memory_sql.set_successor(conn, record.seq, successor)
         moved = _move(
             conn,
@@ -207,10 +224,16 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
             "supersede",
             reason=params.reason,
             source=params.source,
+            window=window,
             successor=successor,
         )
-    if new is not None:
+        rewindowed = moved.rewindowed
+        if windowed and created:
+            arrived = thread_sql.refresh(conn, created, window, arrived=True)
+            rewindowed = sorted({*rewindowed, *arrived})
+    if new is not None and not windowed:
         embedding.wrote(ctx, index)
+    threads.embed_rewindowed(ctx, index, rewindowed, created=created if windowed else ())
     return TransitionResult(
         id=record.id,
         status=moved.status,
@@ -220,6 +243,8 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
 
 
 def _successor(scope: str, template: MemoryRecord, params: SupersedeParams) -> NewMemory:
+    """A turn of a thread is replaced in its place: the successor takes its thread and event
+    time (the successor then follows it in write order); otherwise neither."""
     assert params.content is not None
     return NewMemory(
         scope=scope,
@@ -230,6 +255,8 @@ def _successor(scope: str, template: MemoryRecord, params: SupersedeParams) -> N
         source=source_dict(params.source),
         importance=template.importance,
         client_token=None,
+        occurred_at=template.occurred_at if template.thread is not None else None,
+        thread=template.thread,
         refs=list(dict.fromkeys(params.refs)),
     )
 
@@ -249,13 +276,14 @@ def _new_successor(
     new: NewMemory,
     index: Any,
     vectors: dict[embedding.Text, list[bytes]],
-) -> str:
-    """Insert the successor, or take the live memory that already says exactly this."""
+) -> tuple[str, list[int]]:
+    """Insert the successor, or take the live memory that already says exactly this; returns
+    its id and the seq of a successor inserted here."""
     citing.check_refs(conn, new.scope, new.refs, "$.params.refs")
     existing = creation.existing_id(conn, new)
     if existing == record.id:
         raise InvalidParams("the successor must say something new", path="$.params.content")
     if existing is not None:
-        return existing
-    memory_id, _ = creation.insert(conn, new, index, vectors)
-    return memory_id
+        return existing, []
+    memory_id, seq = creation.insert(conn, new, index, vectors)
+    return memory_id, [seq]

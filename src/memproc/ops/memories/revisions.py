@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from memproc.lifecycle import next_state
 from memproc.ops.context import OpContext
-from memproc.ops.memories import citing, embedding
+from memproc.ops.memories import citing, embedding, threads
 from memproc.ops.memories.lifecycle import find, find_visible
 from memproc.ops.memories.views import change_view, revision_view, source_dict
 from memproc.ops.validation import check_content
 from memproc.store import citations, events, revisions
 from memproc.store import memories as memory_sql
+from memproc.store import threads as thread_sql
 from memproc.store.annotations import memory_ref
 from memproc.wire.messages import EditParams, EditResult, HistoryParams, HistoryResult
 
@@ -24,11 +25,15 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
     check_content(params.content, ctx.runtime.config.max_content_chars)
     store = ctx.runtime.store()
+    window = threads.window(ctx)
     with store.reading(ctx.token) as conn:
         before = find(conn, scope, params.id)
         text = (params.content, memory_sql.context_of(conn, before.seq))
+    # A turn of a thread is embedded after the commit, with its window, as are the
+    # neighbours whose windows hold its text.
+    windowed = before.thread is not None and not window.empty
     index = None if before.content == params.content else embedding.ready_index(ctx)
-    vectors = {} if index is None else embedding.embed(index, [text])
+    vectors = {} if index is None or windowed else embedding.embed(index, [text])
     ctx.token.check()
     with store.writing(ctx.token) as conn:
         record = find(conn, scope, params.id)
@@ -50,6 +55,9 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
         memory_sql.replace_content(conn, record.seq, params.content, revision)
         if params.refs is not None:
             citing.replace_refs(conn, scope, record.id, params.refs)
+        rewindowed = []
+        if text[0] != record.content and record.thread is not None:
+            rewindowed = thread_sql.refresh(conn, [record.seq], window)
         if index is not None and text in vectors and text[0] != record.content:
             embedding.store_vectors(
                 conn,
@@ -61,8 +69,10 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
                 vectors=vectors[text],
                 replace=True,
             )
-    if text[0] != record.content:
+    if text[0] != record.content and not windowed:
         embedding.wrote(ctx, index)
+    own = [record.seq] if windowed and text[0] != record.content else []
+    threads.embed_rewindowed(ctx, index, sorted({*rewindowed, *own}))
     return EditResult(id=record.id, revision=revision, changed=True)
 
 

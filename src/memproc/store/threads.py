@@ -1,0 +1,253 @@
+"""SQL for conversation-aware indexing: each threaded memory's index entry carries its
+neighbours' text.
+
+A harness that stores a conversation turn by turn rarely says in one turn what the turn is
+about ("Yes, last week!"); the turns around it do. Memories of one scope that share a thread
+key are ordered by event time (`occurred_at`, else `created_at`), then write order (`seq`),
+and each servable one is indexed with the text of up to `before` servable turns before it and
+`after` after it: FTS5 reads them from the `neighbour_before` and `neighbour_after` columns,
+and the vectors embed them as an extra window chunk (see `retrieval.indexing`).
+
+Windows are kept current incrementally: when a turn arrives, changes its content or enters
+or leaves the servable states, only the memories whose window can reach it are recomputed
+(`reach`), and only those whose entry differs are written (`rewrite`). Nothing here touches a
+memory without a thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+import msgspec
+import orjson
+
+from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.rows import RowDecoder
+
+_SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
+# Event time, the first ordering key of a thread; the same expression as memories_by_thread's.
+_ORDER = "coalesce(occurred_at, created_at)"
+
+
+@dataclass(frozen=True)
+class Window:
+    """How many servable turns before and after a memory its index entry includes."""
+
+    before: int
+    after: int
+
+    @property
+    def empty(self) -> bool:
+        return self.before == 0 and self.after == 0
+
+
+class _Member(msgspec.Struct, frozen=True, array_like=True):
+    seq: int
+    scope: str
+    thread: str | None
+    order: str
+    status: str
+    content: str
+    context: str | None
+    neighbour_ids: str | None
+    neighbour_before: str | None
+    neighbour_after: str | None
+    index_sha256: str | None
+
+
+class _Turn(msgspec.Struct, frozen=True, array_like=True):
+    seq: int
+    id: str
+    content: str
+
+
+_member = RowDecoder(_Member)
+_turn = RowDecoder(_Turn)
+_MEMBER_COLUMNS = (
+    f"seq, scope, thread, {_ORDER}, status, content, context, neighbour_ids, "
+    "neighbour_before, neighbour_after, index_sha256"
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A memory's derived index entry: its neighbours (ids, oldest first) and their text."""
+
+    before_ids: tuple[str, ...] = ()
+    after_ids: tuple[str, ...] = ()
+    before_text: str | None = None
+    after_text: str | None = None
+
+    @property
+    def ids_json(self) -> str | None:
+        if not self.before_ids and not self.after_ids:
+            return None
+        return orjson.dumps({"before": self.before_ids, "after": self.after_ids}).decode()
+
+
+NO_ENTRY = Entry()
+
+
+def index_hash(content: str, context: str | None, entry: Entry) -> str | None:
+    """What a threaded memory's vectors are made from, when its window adds anything; None
+    leaves the content hash in charge, exactly as for a memory without a thread."""
+    if entry.before_text is None and entry.after_text is None:
+        return None
+    parts = [content, context, entry.before_text, entry.after_text]
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()
+
+
+def _member_row(conn: apsw.Connection, seq: int) -> _Member | None:
+    row = conn.execute(f"SELECT {_MEMBER_COLUMNS} FROM memories WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else _member(row)
+
+
+def _servable_side(
+    conn: apsw.Connection, member: _Member, limit: int, *, later: bool
+) -> list[_Turn]:
+    """Up to `limit` servable turns of the member's thread on one side of it, nearest first."""
+    if limit == 0:
+        return []
+    compare, direction = (">", "ASC") if later else ("<", "DESC")
+    rows = conn.execute(
+        "SELECT seq, id, content FROM memories INDEXED BY memories_by_thread "
+        f"WHERE scope = :scope AND thread = :thread AND ({_ORDER}, seq) {compare} (:order, :seq) "
+        "AND status IN (SELECT value FROM json_each(:servable)) "
+        f"ORDER BY {_ORDER} {direction}, seq {direction} LIMIT :limit",
+        {
+            "scope": member.scope,
+            "thread": member.thread,
+            "order": member.order,
+            "seq": member.seq,
+            "servable": _SEARCHABLE,
+            "limit": limit,
+        },
+    )
+    return [_turn(row) for row in rows]
+
+
+def _window_of(conn: apsw.Connection, member: _Member, window: Window) -> Entry:
+    if member.thread is None or member.status not in SEARCHABLE_STATUSES or window.empty:
+        return NO_ENTRY
+    before = _servable_side(conn, member, window.before, later=False)[::-1]
+    after = _servable_side(conn, member, window.after, later=True)
+    return Entry(
+        before_ids=tuple(turn.id for turn in before),
+        after_ids=tuple(turn.id for turn in after),
+        before_text="\n".join(turn.content for turn in before) or None,
+        after_text="\n".join(turn.content for turn in after) or None,
+    )
+
+
+def reach(conn: apsw.Connection, seqs: Iterable[int], window: Window) -> list[int]:
+    """The memories whose index entry may change when the memories `seqs` arrive, change or
+    enter or leave the servable states: each of them, the `window.after` servable turns
+    before it (whose after-window may hold it) and the `window.before` after it. In thread
+    order is not needed: seq order, without duplicates."""
+    found: set[int] = set()
+    for seq in seqs:
+        member = _member_row(conn, seq)
+        if member is None or member.thread is None:
+            continue
+        found.add(seq)
+        found.update(turn.seq for turn in _servable_side(conn, member, window.after, later=False))
+        found.update(turn.seq for turn in _servable_side(conn, member, window.before, later=True))
+    return sorted(found)
+
+
+def holding(conn: apsw.Connection, seq: int) -> list[int]:
+    """The memories of seq's thread whose stored entry names it, whatever window made them
+    (a window setting may have changed since): for a memory that leaves or changes, so
+    that no entry keeps its old text."""
+    row = conn.execute("SELECT id, scope, thread FROM memories WHERE seq = ?", (seq,)).fetchone()
+    if row is None or row[2] is None:
+        return []
+    memory_id, scope, thread = row
+    rows = conn.execute(
+        "SELECT m.seq FROM memories AS m INDEXED BY memories_by_thread "
+        "WHERE m.scope = ? AND m.thread = ? AND m.neighbour_ids IS NOT NULL AND EXISTS "
+        "(SELECT 1 FROM json_each(m.neighbour_ids, '$.before') WHERE value = ?1 "
+        "UNION ALL SELECT 1 FROM json_each(m.neighbour_ids, '$.after') WHERE value = ?1)",
+        (scope, thread, memory_id),
+    )
+    return [int(found) for (found,) in rows]
+
+
+def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[int]:
+    """Recompute the index entry of each of `seqs` and write those that differ; returns the
+    seqs written (their vectors are stale now, by `index_sha256`)."""
+    written = []
+    for seq in seqs:
+        member = _member_row(conn, seq)
+        if member is None or member.thread is None:
+            continue
+        entry = _window_of(conn, member, window)
+        digest = index_hash(member.content, member.context, entry)
+        stored = (
+            member.neighbour_ids,
+            member.neighbour_before,
+            member.neighbour_after,
+            member.index_sha256,
+        )
+        if stored == (entry.ids_json, entry.before_text, entry.after_text, digest):
+            continue
+        conn.execute(
+            "UPDATE memories SET neighbour_ids = ?, neighbour_before = ?, neighbour_after = ?, "
+            "index_sha256 = ? WHERE seq = ?",
+            (entry.ids_json, entry.before_text, entry.after_text, digest, seq),
+        )
+        written.append(seq)
+    return written
+
+
+def refresh(
+    conn: apsw.Connection, seqs: Iterable[int], window: Window, *, arrived: bool = False
+) -> list[int]:
+    """The incremental update after `seqs` arrived, changed, or entered or left the
+    servable states: `rewrite` over what `reach`es them and what holds them now (nothing
+    holds a memory that has just `arrived`)."""
+    seqs = list(seqs)
+    affected = set(reach(conn, seqs, window))
+    for seq in [] if arrived else seqs:
+        affected.update(holding(conn, seq))
+    return rewrite(conn, sorted(affected), window)
+
+
+def threaded_seqs(conn: apsw.Connection) -> list[int]:
+    """Every memory with a thread key, for `memproc index rebuild` (a new window setting)."""
+    return [
+        int(seq) for (seq,) in conn.execute("SELECT seq FROM memories WHERE thread IS NOT NULL")
+    ]
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """What explain shows of a memory's window."""
+
+    before: list[str]
+    after: list[str]
+
+
+def neighbours(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Neighbours]:
+    """The neighbour ids of each of `seqs` that has any."""
+    rows = conn.execute(
+        "SELECT m.seq, m.neighbour_ids FROM json_each(?) AS j CROSS JOIN memories AS m "
+        "ON m.seq = j.value WHERE m.neighbour_ids IS NOT NULL",
+        (orjson.dumps(list(seqs)).decode(),),
+    )
+    found = {}
+    for seq, raw in rows:
+        ids = orjson.loads(raw)
+        found[int(seq)] = Neighbours(before=list(ids["before"]), after=list(ids["after"]))
+    return found
+
+
+def thread_text(conn: apsw.Connection, seq: int) -> tuple[str | None, str | None]:
+    """(before, after) neighbour text of one memory, as its index entry holds it."""
+    row = conn.execute(
+        "SELECT neighbour_before, neighbour_after FROM memories WHERE seq = ?", (seq,)
+    ).fetchone()
+    return (None, None) if row is None else (row[0], row[1])
