@@ -8,12 +8,24 @@ is the fraction of the question's evidence dia_ids in the top k, averaged; any-h
 at least one is. Evidence ids are split on ";" / "," / spaces and ids that name no turn are
 skipped (a few are malformed upstream); a question left with none is not scored.
 
+By default each turn carries a `context` built here from its neighbours in the session
+(`--context-turns`, `--context-after`). `--plain` stores each turn as a harness would, with
+only `source.session` ("<sample_id>/session_<n>") and `occurred_at`: memproc's own thread
+windows (`thread_window_before`/`_after`, settable with `--set`) then do the same work.
+
+The questions are split in two halves by a hash of their ids ("<sample_id>/<index in its
+qa list>", see `half`): settings are chosen on the tuning half only, and the blind half is
+reported once with the settings chosen. Each table is printed for the whole set and for each
+half, beside the naive baseline in the same run.
+
     .venv/bin/python benchmarks/locomo.py --data /work/shared/data/locomo/locomo_dev.json
+    .venv/bin/python benchmarks/locomo.py --data /work/shared/data/locomo/locomo_dev.json --plain
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import time
@@ -88,13 +100,23 @@ class Query:
     category: int
     question: str
     evidence: set[str]
+    half: str = "tuning"
+
+
+HALVES = ("tuning", "blind")
+
+
+def half(question_id: str) -> str:
+    """The tuning or the blind half: the low bit of the sha256 of the question's id, so the
+    split depends on nothing but the id, never on the data or on a result."""
+    return HALVES[hashlib.sha256(question_id.encode()).digest()[-1] & 1]
 
 
 def collect_queries(samples: list[dict[str, Any]], known: dict[str, set[str]]):
     """Category 1-4 QA with at least one resolvable evidence id; counts of what was dropped."""
     queries, dropped_ids, unscored = [], 0, 0
     for sample in samples:
-        for qa in sample["qa"]:
+        for position, qa in enumerate(sample["qa"]):
             if qa.get("category") not in CATEGORIES:
                 continue
             evidence, bad = evidence_ids(qa.get("evidence", []), known[sample["sample_id"]])
@@ -102,7 +124,16 @@ def collect_queries(samples: list[dict[str, Any]], known: dict[str, set[str]]):
             if not evidence:
                 unscored += 1
                 continue
-            queries.append(Query(sample["sample_id"], qa["category"], qa["question"], evidence))
+            question_id = f"{sample['sample_id']}/{position}"
+            queries.append(
+                Query(
+                    sample["sample_id"],
+                    qa["category"],
+                    qa["question"],
+                    evidence,
+                    half(question_id),
+                )
+            )
     return queries, dropped_ids, unscored
 
 
@@ -125,7 +156,7 @@ def run_memproc(
             **keyed(conv, i, args),
             "metadata": conv.metadata[i],
             "occurred_at": conv.dates[i],
-            "source": {"harness": "locomo", "session": conv.sample_id},
+            "source": source(conv, i, args),
         }
         for i in range(len(conv.texts))
     ]
@@ -157,8 +188,21 @@ def run_memproc(
     return runs
 
 
+def source(conv: Conversation, index: int, args: argparse.Namespace) -> dict[str, str]:
+    """Plain: the LoCoMo session as a harness's session (so memproc threads the turns).
+    Otherwise no session, so that the hand-built context alone is measured."""
+    if not args.plain:
+        return {"harness": "locomo"}
+    return {
+        "harness": "locomo",
+        "session": f"{conv.sample_id}/session_{conv.metadata[index]['session']}",
+    }
+
+
 def keyed(conv: Conversation, index: int, args: argparse.Namespace) -> dict[str, str]:
     """The memory's content, and its context where the keying puts it in a field of its own."""
+    if args.plain:
+        return {"content": conv.texts[index]}
     start, end = context_span(conv, index, args.context_turns, args.context_after)
     if args.context_in == "content":
         return {"content": "\n".join(conv.texts[start:end])}
@@ -211,17 +255,29 @@ def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
     return metrics
 
 
-def report(results: list[tuple[int, str, dict[str, float]]], notes: common.ModeNotes) -> None:
-    systems = list(dict.fromkeys(system for _, system, _ in results))
+Scored = tuple[int, str, str, dict[str, float]]  # category, half, system, metrics
+
+
+def report(results: list[Scored], notes: common.ModeNotes) -> None:
+    systems = list(dict.fromkeys(system for _, _, system, _ in results))
     for category in [None, *CATEGORIES]:
         chosen = [r for r in results if category is None or r[0] == category]
-        if not chosen:
-            continue
+        table(
+            f"{'overall' if category is None else f'{category} {CATEGORIES[category]}'}",
+            chosen,
+            systems,
+            notes,
+        )
+    for name in HALVES:
+        table(f"{name} half, overall", [r for r in results if r[1] == name], systems, notes)
+
+
+def table(name: str, chosen: list[Scored], systems: list[str], notes: common.ModeNotes) -> None:
+    if chosen:
         n = len(chosen) // max(1, len(systems))
-        name = "overall" if category is None else f"{category} {CATEGORIES[category]}"
         rows = []
         for system in systems:
-            mine = [m for _, s, m in chosen if s == system]
+            mine = [m for _, _, s, m in chosen if s == system]
             label = notes.label(system) if system in common.MEMPROC_MODES else system
             rows.append((label, [common.mean(m[c] for m in mine) for c in COLUMNS]))
         common.print_table(f"{name} (n={n})", COLUMNS, rows)
@@ -246,6 +302,18 @@ def main() -> None:
         default="field",
         help="memproc: pass those turns as the memory's context field, or inside its content",
     )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="memproc: store bare turns with source.session and occurred_at only (no context): "
+        "memproc's thread windows key them",
+    )
+    parser.add_argument(
+        "--half",
+        choices=("all", *HALVES),
+        default="all",
+        help="score only one half of the questions (tune with --half tuning)",
+    )
     common.add_common_args(parser)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -256,10 +324,11 @@ def main() -> None:
     conversations = {s["sample_id"]: load_conversation(s) for s in picked}
     known = {sid: set(conv.dia_ids) for sid, conv in conversations.items()}
     queries, dropped_ids, unscored = collect_queries(picked, known)
+    queries = [q for q in queries if args.half in ("all", q.half)]
 
     embedder = common.load_embedder(args)
     timings, notes = common.Timings(), common.ModeNotes()
-    results: list[tuple[int, str, dict[str, float]]] = []
+    results: list[Scored] = []
     out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
     try:
         for sample_id, conv in conversations.items():
@@ -270,11 +339,12 @@ def main() -> None:
             for system, rankings in runs.items():
                 for query, ranked in zip(mine, rankings, strict=True):
                     metrics = score(ranked, query.evidence)
-                    results.append((query.category, system, metrics))
+                    results.append((query.category, query.half, system, metrics))
                     if out is not None:
                         row = {
                             "sample_id": sample_id,
                             "category": query.category,
+                            "half": query.half,
                             "question": query.question,
                             "system": system,
                             "evidence": sorted(query.evidence),
@@ -291,12 +361,21 @@ def main() -> None:
             out.close()
 
     turns = sum(len(c.texts) for c in conversations.values())
+    halves = {name: sum(q.half == name for q in queries) for name in HALVES}
     used = common.describe_subset(len(samples), len(picked), args.every, args.limit)
     print(
         f"LoCoMo dev: conversations {used}; {turns} turns; {len(queries)} questions of "
         f"categories 1-4 scored ({unscored} without a resolvable evidence id, "
-        f"{dropped_ids} malformed evidence ids skipped)"
+        f"{dropped_ids} malformed evidence ids skipped); halves by question-id hash: "
+        f"{halves['tuning']} tuning, {halves['blind']} blind"
     )
+    keying = (
+        "plain turns (source.session + occurred_at; memproc's thread windows)"
+        if args.plain
+        else f"hand-built context: {args.context_turns} before, {args.context_after} after, "
+        f"in the {args.context_in}"
+    )
+    print(f"memproc keying: {keying}")
     boosts = common.runtime_settings("hybrid+boosts", args)
     print(
         f"embedder: {embedder.name}; remember_batch: {common.has_remember_batch()}; "

@@ -13,6 +13,7 @@ from memproc.store import memories as memory_sql
 from memproc.store.annotations import annotate
 from memproc.store.connection import ConnectionSettings
 from memproc.store.migrations import LATEST_VERSION, MIGRATIONS
+from memproc.store.threads import Window
 
 PRE_LIFECYCLE = MIGRATIONS.index(
     next(m for m in MIGRATIONS if "CREATE TABLE memory_revisions" in m)
@@ -118,7 +119,7 @@ def test_erase_leaves_a_tombstone_and_a_consistent_fts_index(
         citations.add(conn, "proj", f"memory:{memory_id}", ["memory:x"])
         record = memory_sql.get(conn, "proj", memory_id)
         assert record is not None
-        erasure.erase(conn, record, "2026-01-01T00:00:00.000Z")
+        erasure.erase(conn, record, "2026-01-01T00:00:00.000Z", Window(before=2, after=1))
     with store.reading() as conn:
         tomb = memory_sql.get(conn, "proj", memory_id)
         assert tomb is not None

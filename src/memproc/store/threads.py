@@ -168,10 +168,10 @@ def holding(conn: apsw.Connection, seq: int) -> list[int]:
     memory_id, scope, thread = row
     rows = conn.execute(
         "SELECT m.seq FROM memories AS m INDEXED BY memories_by_thread "
-        "WHERE m.scope = ? AND m.thread = ? AND m.neighbour_ids IS NOT NULL AND EXISTS "
-        "(SELECT 1 FROM json_each(m.neighbour_ids, '$.before') WHERE value = ?1 "
-        "UNION ALL SELECT 1 FROM json_each(m.neighbour_ids, '$.after') WHERE value = ?1)",
-        (scope, thread, memory_id),
+        "WHERE m.scope = :scope AND m.thread = :thread AND m.neighbour_ids IS NOT NULL AND "
+        "EXISTS (SELECT 1 FROM json_each(m.neighbour_ids, '$.before') WHERE value = :id "
+        "UNION ALL SELECT 1 FROM json_each(m.neighbour_ids, '$.after') WHERE value = :id)",
+        {"scope": scope, "thread": thread, "id": memory_id},
     )
     return [int(found) for (found,) in rows]
 

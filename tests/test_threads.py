@@ -1,0 +1,370 @@
+"""Conversation-aware indexing: memories of one thread are indexed with their neighbours.
+
+Real SQLite files throughout; the vector tests run the real MiniLM. The window is read back
+from the store's rows and the FTS5 index, never from the code that computed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from memproc.ops.memories import lifecycle, revisions
+from memproc.ops.memories import memory as memory_ops
+from memproc.retrieval.indexing import embed_contents
+from memproc.runtime import Runtime
+from memproc.store import threads as thread_sql
+from memproc.wire.messages import (
+    EditParams,
+    ForgetParams,
+    PurgeParams,
+    RememberBatchParams,
+    RememberItem,
+    RememberParams,
+    Source,
+)
+from searchkit import (
+    DEADLINE_S,
+    OpenRuntime,
+    ctx_of,
+    embedder_row,
+    ids,
+    search,
+    seq_of,
+    settle,
+    verify,
+)
+
+SCOPE = "proj"
+
+
+def at(minute: int) -> str:
+    return f"2024-05-08T10:{minute:02d}:00.000Z"
+
+
+def turn(runtime: Runtime, content: str, minute: int | None = None, **fields: Any) -> str:
+    """One turn of thread `chat` (unless the fields say otherwise), stored on its own."""
+    fields.setdefault("thread", "chat")
+    params = RememberParams(
+        scope=SCOPE,
+        kind="episode",
+        content=content,
+        occurred_at=None if minute is None else at(minute),
+        **fields,
+    )
+    return memory_ops.remember(ctx_of(runtime), params).id
+
+
+def turn_in(runtime: Runtime, scope: str, content: str, minute: int, thread: str) -> str:
+    params = RememberParams(
+        scope=scope, kind="episode", content=content, occurred_at=at(minute), thread=thread
+    )
+    return memory_ops.remember(ctx_of(runtime), params).id
+
+
+def entry(runtime: Runtime, memory_id: str) -> tuple[Any, ...]:
+    """A memory's derived index entry, as its row holds it."""
+    with runtime.store().reading() as conn:
+        return tuple(
+            conn.execute(
+                "SELECT neighbour_ids, neighbour_before, neighbour_after, index_sha256 "
+                "FROM memories WHERE id = ?",
+                (memory_id,),
+            ).fetchone()
+        )
+
+
+def neighbour_ids(runtime: Runtime, memory_id: str) -> tuple[list[str], list[str]]:
+    seq = seq_of(runtime, memory_id)
+    with runtime.store().reading() as conn:
+        found = thread_sql.neighbours(conn, [seq]).get(seq)
+    return ([], []) if found is None else (found.before, found.after)
+
+
+def fts_row(runtime: Runtime, memory_id: str) -> list[tuple[str, str]]:
+    """Every (column, term) FTS5 holds for the memory, read from the index itself."""
+    seq = seq_of(runtime, memory_id)
+    with runtime.store().writing() as conn:  # a temp table: its own connection's schema
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms "
+            "USING fts5vocab(main, memories_fts, instance)"
+        )
+        rows = conn.execute(
+            "SELECT col, term FROM temp.fts_terms WHERE doc = ? ORDER BY col, term, offset",
+            (seq,),
+        ).fetchall()
+    return [(column, term) for column, term in rows]
+
+
+@pytest.fixture
+def lexical(make_runtime: Callable[..., Runtime]) -> Runtime:
+    """No embedder: the window tests need only rows and FTS5."""
+    return make_runtime(embedder="none", reranker="none")
+
+
+# -- the window --------------------------------------------------------------------------------
+
+
+def test_the_window_follows_occurred_at_then_write_order(lexical: Runtime) -> None:
+    third = turn(lexical, "third", 3)
+    first = turn(lexical, "first", 1)
+    second_a = turn(lexical, "second a", 2)
+    second_b = turn(lexical, "second b", 2)  # same time: written later, so after
+    fourth = turn(lexical, "fourth", 4)
+    # Defaults: two turns before, one after.
+    assert neighbour_ids(lexical, first) == ([], [second_a])
+    assert neighbour_ids(lexical, second_a) == ([first], [second_b])
+    assert neighbour_ids(lexical, second_b) == ([first, second_a], [third])
+    assert neighbour_ids(lexical, third) == ([second_a, second_b], [fourth])
+    assert neighbour_ids(lexical, fourth) == ([second_b, third], [])
+    assert entry(lexical, third)[1:3] == ("second a\nsecond b", "fourth")
+
+
+def test_the_window_is_a_setting(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime(
+        embedder="none", reranker="none", thread_window_before=1, thread_window_after=2
+    )
+    turns = [turn(runtime, f"turn {i}", i) for i in range(5)]
+    assert neighbour_ids(runtime, turns[2]) == ([turns[1]], [turns[3], turns[4]])
+
+
+def test_threads_are_per_scope_and_key_and_default_to_the_session(lexical: Runtime) -> None:
+    a1 = turn(lexical, "a one", 1, thread=None, source=Source(session="s-a"))
+    b1 = turn(lexical, "b one", 2, thread="other")
+    elsewhere = turn_in(lexical, "other-scope", "a elsewhere", 3, thread="s-a")
+    a2 = turn(lexical, "a two", 4, thread="s-a")  # the explicit key equals the session
+    assert neighbour_ids(lexical, a1) == ([], [a2])
+    assert neighbour_ids(lexical, a2) == ([a1], [])
+    assert neighbour_ids(lexical, b1) == ([], [])
+    assert neighbour_ids(lexical, elsewhere) == ([], [])
+    assert neighbour_ids(lexical, b1) == ([], [])
+
+
+def test_a_late_turn_rewrites_only_the_entries_its_window_reaches(lexical: Runtime) -> None:
+    turns = {minute: turn(lexical, f"turn at {minute}", minute) for minute in range(0, 40, 4)}
+    before = {memory_id: entry(lexical, memory_id) for memory_id in turns.values()}
+    written: list[int] = []
+    lexical.store().add_tracer(
+        lambda cursor, sql, bindings: (
+            written.append(bindings[-1])
+            if sql.startswith("UPDATE memories SET neighbour_ids")
+            else None
+        )
+    )
+    late = turn(lexical, "a late turn at 17", 17)  # between the turns at 16 and 20
+    # Window 2 before, 1 after: the turn at 16 (its after-window) and the turns at 20 and 24
+    # (their before-windows) change; the late turn's own entry is written too.
+    reached = [turns[16], late, turns[20], turns[24]]
+    assert sorted(written) == sorted(seq_of(lexical, memory_id) for memory_id in reached)
+    changed = [m for m in turns.values() if entry(lexical, m) != before[m]]
+    assert changed == [turns[16], turns[20], turns[24]]
+    assert neighbour_ids(lexical, late) == ([turns[12], turns[16]], [turns[20]])
+    assert neighbour_ids(lexical, turns[24]) == ([late, turns[20]], [turns[28]])
+
+
+def test_a_batch_is_windowed_as_one_thread(lexical: Runtime) -> None:
+    items = [
+        RememberItem(kind="episode", content=f"batch turn {i}", occurred_at=at(i), thread="chat")
+        for i in (3, 1, 2)
+    ]
+    result = memory_ops.remember_batch(
+        ctx_of(lexical), RememberBatchParams(scope=SCOPE, items=items)
+    )
+    third, first, second = (r.id for r in result.results)
+    assert neighbour_ids(lexical, second) == ([first], [third])
+    assert neighbour_ids(lexical, third) == ([first, second], [])
+
+
+def test_an_empty_thread_key_is_refused() -> None:
+    """The wire's own check (the contract test shows the -32602 and that nothing changed)."""
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.thread"):
+        msgspec.json.decode(b'{"kind": "note", "content": "x", "thread": ""}', type=RememberParams)
+
+
+# -- no thread, no change --------------------------------------------------------------------
+
+
+def test_a_memory_without_a_thread_is_indexed_exactly_as_alone(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    """Threaded turns around it change nothing of what FTS5 holds for it."""
+    alone = make_runtime(embedder="none", reranker="none")
+    mixed = make_runtime(embedder="none", reranker="none")
+    plain = dict(context="a context line", tags=["t"])
+    only = turn(alone, "plain memory about kilns", 5, thread=None, **plain)
+    turn(mixed, "threaded turn about glazes", 4)
+    among = turn(mixed, "plain memory about kilns", 5, thread=None, **plain)
+    turn(mixed, "threaded turn about clay", 6)
+    assert fts_row(mixed, among) == fts_row(alone, only)
+    assert {column for column, _ in fts_row(mixed, among)} == {"content", "context", "tags"}
+    assert entry(mixed, among) == (None, None, None, None)
+
+
+def test_a_memory_without_a_thread_gets_exactly_its_old_vectors(
+    open_runtime: OpenRuntime,
+) -> None:
+    rt = open_runtime()
+    turn(rt, "We glazed the bowls in celadon.", 1)
+    plain = turn(rt, "The kiln reaches cone six.", 2, thread=None, context="about the kiln")
+    turn(rt, "Then we fired them overnight.", 3)
+    assert rt.vectors.caught_up(DEADLINE_S)
+    table, seq = embedder_row(rt).table, seq_of(rt, plain)
+    with rt.store().reading() as conn:
+        sql = f"SELECT embedding FROM {table} WHERE memory_seq = ? ORDER BY rowid"
+        stored = [bytes(v) for (v,) in conn.execute(sql, (seq,))]
+    model = rt.models.get("embedder", 0.0)
+    # What the code before threads made: the content's chunks, then context with content.
+    assert stored == embed_contents(model, ["The kiln reaches cone six."], ["about the kiln"])[0]
+
+
+def test_a_window_of_nothing_leaves_threaded_memories_unwindowed(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    runtime = make_runtime(
+        embedder="none", reranker="none", thread_window_before=0, thread_window_after=0
+    )
+    first, second = turn(runtime, "one", 1), turn(runtime, "two", 2)
+    assert entry(runtime, first) == entry(runtime, second) == (None, None, None, None)
+
+
+# -- found by a neighbour's words, and explained -----------------------------------------------
+
+QUESTION = "pottery workshop Portland"
+
+
+def conversation(runtime: Runtime) -> dict[str, str]:
+    return {
+        "ask": turn(runtime, "Melanie: Did you go to the pottery workshop in Portland?", 1),
+        "reply": turn(runtime, "Caroline: Yes! It was the best weekend of the year.", 2),
+        "later": turn(runtime, "Melanie: I am glad. How is your brother?", 3),
+        "far": turn(runtime, "Caroline: He is fine, thanks for asking.", 4),
+    }
+
+
+def test_a_reply_is_found_by_words_only_its_neighbour_says(lexical: Runtime) -> None:
+    talk = conversation(lexical)
+    found = ids(search(lexical, QUESTION, mode="lexical"))
+    assert found[0] == talk["ask"]  # its own words count for more
+    assert talk["reply"] in found and talk["later"] in found
+    assert talk["far"] not in found  # three turns later: outside every window
+
+
+def test_explain_names_the_neighbours_and_where_the_words_matched(lexical: Runtime) -> None:
+    talk = conversation(lexical)
+    result = search(lexical, QUESTION, mode="lexical", explain=True)
+    assert result.explanation is not None
+    by_id = {c.id: c.thread for c in result.explanation.candidates}
+    reply = by_id[talk["reply"]]
+    assert reply is not None
+    assert (reply.before, reply.after) == ([talk["ask"]], [talk["later"]])
+    assert reply.lexical == "neighbours" and reply.dense_chunk is None
+    ask = by_id[talk["ask"]]
+    assert ask is not None and ask.lexical == "own"
+
+
+def test_explain_names_the_window_chunk_in_the_dense_channel(open_runtime: OpenRuntime) -> None:
+    rt = open_runtime()
+    talk = conversation(rt)
+    assert rt.vectors.caught_up(DEADLINE_S)
+    result = search(rt, "Did she enjoy the pottery class in Oregon?", mode="dense", explain=True)
+    assert result.explanation is not None
+    reply = next(c for c in result.explanation.candidates if c.id == talk["reply"])
+    assert reply.thread is not None and reply.thread.dense_chunk == "window"
+    assert reply.thread.lexical is None
+    assert verify(rt).clean
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+def test_a_forgotten_neighbour_stops_contributing(lexical: Runtime) -> None:
+    talk = conversation(lexical)
+    memory_ops.forget(ctx_of(lexical), ForgetParams(scope=SCOPE, id=talk["ask"]))
+    assert neighbour_ids(lexical, talk["reply"]) == ([], [talk["later"]])
+    assert ids(search(lexical, QUESTION, mode="lexical")) == []
+
+
+def test_an_invalidated_neighbour_stops_contributing(lexical: Runtime) -> None:
+    from memproc.wire.messages import InvalidateParams
+
+    talk = conversation(lexical)
+    lifecycle.invalidate(
+        ctx_of(lexical), InvalidateParams(scope=SCOPE, id=talk["ask"], reason="wrong")
+    )
+    assert neighbour_ids(lexical, talk["later"]) == ([talk["reply"]], [talk["far"]])
+    assert ids(search(lexical, QUESTION, mode="lexical")) == []
+
+
+def test_an_edited_neighbour_refreshes_the_entries_that_hold_it(lexical: Runtime) -> None:
+    talk = conversation(lexical)
+    revisions.edit(
+        ctx_of(lexical),
+        EditParams(
+            scope=SCOPE,
+            id=talk["ask"],
+            content="Melanie: Did you go to the ceramics fair in Seattle?",
+            reason="misheard",
+        ),
+    )
+    assert "ceramics fair in Seattle" in entry(lexical, talk["reply"])[1]
+    assert set(ids(search(lexical, "ceramics Seattle", mode="lexical"))) == {
+        talk["ask"],
+        talk["reply"],
+        talk["later"],
+    }
+    assert ids(search(lexical, QUESTION, mode="lexical")) == []
+
+
+MARKER = "zqxjvelkorp"
+
+
+def test_a_purged_neighbour_leaves_no_text_in_the_index_entries_or_vectors(
+    open_runtime: OpenRuntime,
+) -> None:
+    rt = open_runtime()
+    before = turn(rt, "Melanie: what was the code again?", 1)
+    secret = turn(rt, f"Caroline: the door code is {MARKER}", 2)
+    after = turn(rt, "Melanie: thanks, I will remember it.", 3)
+    assert rt.vectors.caught_up(DEADLINE_S)
+    assert MARKER in entry(rt, before)[2] and MARKER in entry(rt, after)[1]
+    table = embedder_row(rt).table
+
+    def vectors_of(memory_id: str) -> list[bytes]:
+        seq = seq_of(rt, memory_id)
+        with rt.store().reading() as conn:
+            sql = f"SELECT embedding FROM {table} WHERE memory_seq = ? ORDER BY rowid"
+            return [bytes(v) for (v,) in conn.execute(sql, (seq,))]
+
+    old = {memory_id: vectors_of(memory_id) for memory_id in (before, after)}
+    lifecycle.purge(ctx_of(rt), PurgeParams(scope=SCOPE, id=secret, reason="a secret"))
+    assert rt.vectors.caught_up(DEADLINE_S)
+    settle()
+    with rt.store().reading() as conn:
+        blocks = b"".join(bytes(b) for (b,) in conn.execute("SELECT block FROM memories_fts_data"))
+        rows = conn.execute(
+            "SELECT count(*) FROM memories WHERE neighbour_before LIKE ?1 "
+            "OR neighbour_after LIKE ?1 OR neighbour_ids LIKE ?2",
+            (f"%{MARKER}%", f"%{secret}%"),
+        ).get
+    assert MARKER.encode() not in blocks and rows == 0
+    assert neighbour_ids(rt, before) == ([], [after])
+    assert all(
+        MARKER not in term for memory_id in (before, after) for _, term in fts_row(rt, memory_id)
+    )
+    model = rt.models.get("embedder", 0.0)
+    # The neighbours' vectors are made again from windows without the purged turn.
+    expected = embed_contents(
+        model,
+        ["Melanie: what was the code again?", "Melanie: thanks, I will remember it."],
+        None,
+        [
+            (None, "Melanie: thanks, I will remember it."),
+            ("Melanie: what was the code again?", None),
+        ],
+    )
+    assert [vectors_of(before), vectors_of(after)] == expected
+    assert all(vectors_of(m) != old[m] for m in old)
+    assert verify(rt).clean
