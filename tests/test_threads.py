@@ -6,7 +6,11 @@ from the store's rows and the FTS5 index, never from the code that computed it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -16,7 +20,10 @@ from memproc.ops.memories import lifecycle, revisions
 from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.indexing import embed_contents
 from memproc.runtime import Runtime
+from memproc.store import Store
 from memproc.store import threads as thread_sql
+from memproc.store.connection import ConnectionSettings, open_connection
+from memproc.store.migrations import MIGRATIONS
 from memproc.wire.messages import (
     EditParams,
     ForgetParams,
@@ -368,3 +375,67 @@ def test_a_purged_neighbour_leaves_no_text_in_the_index_entries_or_vectors(
     assert [vectors_of(before), vectors_of(after)] == expected
     assert all(vectors_of(m) != old[m] for m in old)
     assert verify(rt).clean
+
+
+# -- a new window setting, and stores from before threads --------------------------------------
+
+
+def rebuild(db: str, **env: str) -> None:
+    """`memproc index rebuild` as a user runs it, with settings from the environment."""
+    environment = {**os.environ, "MEMPROC_EMBEDDER": "none", "MEMPROC_RERANKER": "none", **env}
+    completed = subprocess.run(
+        [sys.executable, "-m", "memproc", "index", "rebuild", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environment,
+    )
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_index_rebuild_applies_a_new_window_to_every_thread(
+    make_runtime: Callable[..., Runtime], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "rewindow.db")
+    runtime = make_runtime(db, embedder="none", reranker="none")
+    turns = [turn(runtime, f"turn {i}", i) for i in range(4)]
+    plain = turn(runtime, "no thread", 9, thread=None)
+    runtime.close()
+    rebuild(db, MEMPROC_THREAD_WINDOW_BEFORE="1", MEMPROC_THREAD_WINDOW_AFTER="0")
+    again = make_runtime(db, embedder="none", reranker="none")
+    assert [neighbour_ids(again, m) for m in turns] == [
+        ([], []),
+        ([turns[0]], []),
+        ([turns[1]], []),
+        ([turns[2]], []),
+    ]
+    assert entry(again, plain) == (None, None, None, None)
+
+
+def test_a_store_from_before_threads_takes_its_sessions_as_threads(db_path: str) -> None:
+    conn = open_connection(db_path, ConnectionSettings())
+    before = next(i for i, step in enumerate(MIGRATIONS) if "memories_by_thread" in step)
+    for version, step in enumerate(MIGRATIONS[:before], start=1):
+        conn.execute(step)
+        conn.pragma("user_version", version)
+    for seq, source in enumerate(['{"session": "s1"}', "{}", '{"session": 3}'], start=1):
+        conn.execute(
+            "INSERT INTO memories (seq, id, scope, kind, content, content_sha256, tags, "
+            "metadata, source, importance, status, created_at, updated_at) VALUES "
+            "(?, ?, 'p', 'note', 'ibis', 'h', '[]', '{}', ?, 0.5, 'active', "
+            "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+            (seq, f"m{seq}", source),
+        )
+    conn.close()
+    store = Store(db_path)
+    try:
+        with store.reading() as conn:
+            threads = conn.execute("SELECT thread FROM memories ORDER BY seq").fetchall()
+            found = conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'ibis'"
+            ).fetchall()
+        assert [t for (t,) in threads] == ["s1", None, None]
+        assert len(found) == 3 and store.integrity_check() == ["ok"]
+    finally:
+        store.close()

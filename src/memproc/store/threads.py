@@ -112,9 +112,12 @@ def _servable_side(
     if limit == 0:
         return []
     compare, direction = (">", "ASC") if later else ("<", "DESC")
+    # The range on event time alone, which the index answers (a row value comparison made
+    # SQLite walk the thread from one end); ties are then settled by seq.
     rows = conn.execute(
         "SELECT seq, id, content FROM memories INDEXED BY memories_by_thread "
-        f"WHERE scope = :scope AND thread = :thread AND ({_ORDER}, seq) {compare} (:order, :seq) "
+        f"WHERE scope = :scope AND thread = :thread AND {_ORDER} {compare}= :order "
+        f"AND ({_ORDER} {compare} :order OR seq {compare} :seq) "
         "AND status IN (SELECT value FROM json_each(:servable)) "
         f"ORDER BY {_ORDER} {direction}, seq {direction} LIMIT :limit",
         {
