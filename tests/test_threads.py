@@ -32,6 +32,7 @@ from memproc.wire.messages import (
     RememberItem,
     RememberParams,
     Source,
+    SupersedeParams,
 )
 from searchkit import (
     DEADLINE_S,
@@ -322,6 +323,25 @@ def test_an_edited_neighbour_refreshes_the_entries_that_hold_it(lexical: Runtime
         talk["reply"],
         talk["later"],
     }
+    assert ids(search(lexical, QUESTION, mode="lexical")) == []
+
+
+def test_a_superseded_turn_is_replaced_in_its_place(lexical: Runtime) -> None:
+    talk = conversation(lexical)
+    result = lifecycle.supersede(
+        ctx_of(lexical),
+        SupersedeParams(
+            scope=SCOPE,
+            id=talk["ask"],
+            content="Melanie: Did you go to the ceramics fair in Seattle?",
+            reason="misheard",
+        ),
+    )
+    successor = result.successor
+    assert successor is not None
+    # Same event time, written later: it takes the old turn's place before the reply.
+    assert neighbour_ids(lexical, talk["reply"]) == ([successor], [talk["later"]])
+    assert neighbour_ids(lexical, successor) == ([], [talk["reply"]])
     assert ids(search(lexical, QUESTION, mode="lexical")) == []
 
 
