@@ -109,8 +109,10 @@ def fts_row(runtime: Runtime, memory_id: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def lexical(make_runtime: Callable[..., Runtime]) -> Runtime:
-    """No embedder: the window tests need only rows and FTS5."""
-    return make_runtime(embedder="none", reranker="none")
+    """No embedder: the window tests need only rows and FTS5. Two turns before, one after."""
+    return make_runtime(
+        embedder="none", reranker="none", thread_window_before=2, thread_window_after=1
+    )
 
 
 # -- the window --------------------------------------------------------------------------------
@@ -122,7 +124,6 @@ def test_the_window_follows_occurred_at_then_write_order(lexical: Runtime) -> No
     second_a = turn(lexical, "second a", 2)
     second_b = turn(lexical, "second b", 2)  # same time: written later, so after
     fourth = turn(lexical, "fourth", 4)
-    # Defaults: two turns before, one after.
     assert neighbour_ids(lexical, first) == ([], [second_a])
     assert neighbour_ids(lexical, second_a) == ([first], [second_b])
     assert neighbour_ids(lexical, second_b) == ([first, second_a], [third])
@@ -137,6 +138,14 @@ def test_the_window_is_a_setting(make_runtime: Callable[..., Runtime]) -> None:
     )
     turns = [turn(runtime, f"turn {i}", i) for i in range(5)]
     assert neighbour_ids(runtime, turns[2]) == ([turns[1]], [turns[3], turns[4]])
+
+
+def test_the_default_window_is_two_before_and_two_after(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    runtime = make_runtime(embedder="none", reranker="none")
+    turns = [turn(runtime, f"turn {i}", i) for i in range(6)]
+    assert neighbour_ids(runtime, turns[2]) == ([turns[0], turns[1]], [turns[3], turns[4]])
 
 
 def test_threads_are_per_scope_and_key_and_default_to_the_session(lexical: Runtime) -> None:

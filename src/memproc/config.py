@@ -63,7 +63,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # window applies to what is written from then on; `memproc index rebuild` applies it to
     # every memory. Chosen on the tuning half of LoCoMo (see benchmarks/RESULTS.md).
     thread_window_before: Annotated[int, msgspec.Meta(ge=0, le=16)] = 2
-    thread_window_after: Annotated[int, msgspec.Meta(ge=0, le=16)] = 1
+    thread_window_after: Annotated[int, msgspec.Meta(ge=0, le=16)] = 2
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000

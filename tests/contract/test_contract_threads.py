@@ -64,12 +64,13 @@ def test_a_turn_is_found_by_its_neighbours_words_and_explain_names_them(
     assert result["mode"] == "hybrid" and result.get("degraded") is None
     assert found[0] == ask and reply in found
     thread = candidate(result, reply)["thread"]
-    assert thread["before"] == [ask] and thread["after"] == [later]
+    assert thread["before"] == [ask] and thread["after"] == [later, far]  # default window
     assert thread["lexical"] == "neighbours"
     assert thread["dense_chunk"] in ("own", "window")
     assert candidate(result, ask)["thread"]["lexical"] == "own"
     # The reply's own content shares no word with the question.
     assert not {"pottery", "workshop", "portland"} & set(TURNS[1].lower().split())
+    # Three turns after the question: outside the default window (two before, two after).
     assert far not in {c["id"] for c in result["explanation"]["candidates"] if c["lexical_rank"]}
 
 
