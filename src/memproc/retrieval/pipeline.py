@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 
+from memproc.lifecycle import State
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
 from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.timeframe import TimeFrame
@@ -22,7 +23,6 @@ from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.store.records import SEARCHABLE_STATUSES
 from memproc.store.vectors import EmbedderRow
-from memproc.wire.vocabulary import Status
 
 if TYPE_CHECKING:  # numpy-backed: not imported at start-up
     from memproc.retrieval.dense_cache import DenseCache
@@ -80,7 +80,7 @@ class Candidate:
     final_score: float = 0.0
     outcome: Outcome = "outside_limit"
     reason: str | None = None
-    state: Status | None = None  # its state at the plan's `as_of`; None: none then, or no as_of
+    state: State | None = None  # its state at the plan's `as_of`; None: none then, or no as_of
 
 
 # -- gathering (inside a read transaction) ---------------------------------------------------
