@@ -230,7 +230,7 @@ def test_as_of_in_hybrid_search_serves_only_what_held_then(open_runtime: Any) ->
     params = {"scope": SCOPE, "query": "where does the cat sleep", "mode": "hybrid"}
     then = call(ctx, "memory.search", {**params, "as_of": "2024-03-01", "explain": True})
     assert [hit["id"] for hit in then["results"]] == [old]
-    assert then["degraded"] is not None and "lexical channel only" in then["degraded"]
+    assert then["degraded"] is not None and "the lexical channel only" in then["degraded"]
     filtered = {c["id"] for c in then["explanation"]["candidates"] if c["outcome"] == "filtered"}
     assert {new, later} <= filtered  # found by their meaning, but they did not hold then
     now = call(ctx, "memory.search", params)

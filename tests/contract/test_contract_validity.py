@@ -259,6 +259,18 @@ def test_a_succession_outside_the_window_is_refused(server: Client, scope: str) 
     assert list_contents(server, scope) == ["the port is 8080"]
 
 
+def test_a_window_not_begun_is_not_served_nor_superseded_now(server: Client, scope: str) -> None:
+    planned = remember(server, scope, "decision", "move ci to arm runners", valid_from="2999-01-01")
+    assert ids_as_of(server, scope, "arm runners", None) == []
+    assert ids_as_of(server, scope, "arm runners", "2999-06-01") == [planned]
+    assert context_ids(server, scope, "decisions", None) == []
+    before = get(server, scope, planned)
+    params = {"scope": scope, "id": planned, "content": "move ci to x86 runners"}
+    response = server.call("memory.supersede", params)  # now: before its window opens
+    assert_error(response, INVALID_PARAMS, path="$.params.valid_from")
+    assert get(server, scope, planned) == before
+
+
 def test_an_edit_moves_a_window(server: Client, scope: str) -> None:
     memory_id = remember(server, scope, "fact", "the port is 8080", valid_from="2024-01-01")
     edit = {"scope": scope, "id": memory_id, "content": "the port is 8080", "reason": "ended"}

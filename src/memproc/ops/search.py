@@ -71,10 +71,12 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     )
 
 
-# Said in `degraded` when `as_of` meets the dense channel: vectors leave a memory with its
-# status change, so one superseded or invalidated since is found by its words only.
+# Said in `degraded` when `as_of` (or `include_superseded`) meets the dense channel: vectors
+# leave a memory with its status change, so one superseded or invalidated since is found by
+# its words only.
 HISTORY_NOT_DENSE = (
-    "as_of: memories superseded or invalidated since are found by the lexical channel only"
+    "memories superseded or invalidated since as_of have no vectors: "
+    "the lexical channel only finds them"
 )
 
 

@@ -196,7 +196,9 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
     with store.writing(ctx.token) as conn:
         record = find(conn, scope, params.id)
         next_state("supersede", record.status)  # refuse before creating a successor
-        if params.valid_from is not None and moment <= (record.valid_from or record.created_at):
+        start = record.valid_from or record.created_at
+        # At the default moment, a memory recorded in the same millisecond ends as it starts.
+        if moment < start or (params.valid_from is not None and moment == start):
             raise InvalidParams(
                 "the moment of succession must come after the memory's valid_from",
                 path="$.params.valid_from",
