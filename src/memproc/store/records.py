@@ -34,6 +34,8 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     occurred_at: str | None = None
     revision: int = 1
     superseded_by: str | None = None
+    valid_from: str | None = None  # NULL: from when it was recorded (created_at)
+    valid_until: str | None = None  # NULL: open
 
 
 MEMORY_ROW = RowDecoder(MemoryRecord, json=("tags", "metadata", "source"))
@@ -51,6 +53,8 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     occurred_at: str | None = None
     context: str | None = None
     refs: list[str] = msgspec.field(default_factory=list)  # `memory:<id>` it cites
+    valid_from: str | None = None  # None: from when it is recorded
+    valid_until: str | None = None  # None: open
 
 
 class SearchRow(msgspec.Struct, frozen=True):

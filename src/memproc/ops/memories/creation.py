@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memproc.clock import now_rfc3339
 from memproc.ops.context import OpContext
 from memproc.ops.memories import citing, embedding
 from memproc.ops.memories.views import source_dict
-from memproc.ops.validation import check_content, check_metadata, normalize_time
+from memproc.ops.validation import check_content, check_metadata, check_window, normalize_time
 from memproc.retrieval.indexing import VectorIndex
 from memproc.store import NewMemory, citations
 from memproc.store import memories as memory_sql
@@ -27,6 +28,11 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
     check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
     if item.context is not None:
         check_content(item.context, config.max_content_chars, f"{path}.context")
+    valid_from = normalize_time(item.valid_from, f"{path}.valid_from")
+    valid_until = normalize_time(item.valid_until, f"{path}.valid_until")
+    # Without valid_from the window opens when the memory is recorded: an end before now
+    # needs its start.
+    check_window(valid_from or now_rfc3339(), valid_until, path)
     return NewMemory(
         scope=scope,
         kind=item.kind,
@@ -39,6 +45,8 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
         occurred_at=normalize_time(item.occurred_at, f"{path}.occurred_at"),
         context=item.context,
         refs=list(dict.fromkeys(item.refs)),
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 

@@ -13,8 +13,8 @@ from memproc.ops.context import OpContext
 from memproc.ops.memories import citing, embedding
 from memproc.ops.memories.lifecycle import find, find_visible
 from memproc.ops.memories.views import change_view, revision_view, source_dict
-from memproc.ops.validation import check_content
-from memproc.store import citations, events, revisions
+from memproc.ops.validation import check_content, check_window, normalize_time
+from memproc.store import MemoryRecord, citations, events, revisions
 from memproc.store import memories as memory_sql
 from memproc.store.annotations import memory_ref
 from memproc.wire.messages import EditParams, EditResult, HistoryParams, HistoryResult
@@ -39,8 +39,12 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
         same_refs = params.refs is None or set(params.refs) == set(
             citations.cited_by(conn, scope, ref)
         )
+        window = _window(record, params)
+        same_window = window == (record.valid_from, record.valid_until)
+        if not same_window:
+            memory_sql.set_window(conn, record.seq, *window)
         if record.content == params.content and same_refs:
-            return EditResult(id=record.id, revision=record.revision, changed=False)
+            return EditResult(id=record.id, revision=record.revision, changed=not same_window)
         revision = record.revision + 1
         digest = memory_sql.content_hash(params.content)
         source = source_dict(params.source)
@@ -64,6 +68,15 @@ def edit(ctx: OpContext, params: EditParams) -> EditResult:
     if text[0] != record.content:
         embedding.wrote(ctx, index)
     return EditResult(id=record.id, revision=revision, changed=True)
+
+
+def _window(record: MemoryRecord, params: EditParams) -> tuple[str | None, str | None]:
+    """The memory's window after the edit: each end given replaces the current one."""
+    valid_from = normalize_time(params.valid_from, "$.params.valid_from") or record.valid_from
+    valid_until = normalize_time(params.valid_until, "$.params.valid_until")
+    valid_until = valid_until or record.valid_until
+    check_window(valid_from or record.created_at, valid_until, "$.params")
+    return valid_from, valid_until
 
 
 def history(ctx: OpContext, params: HistoryParams) -> HistoryResult:
