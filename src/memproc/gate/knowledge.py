@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from memproc.gate import lexicon as lx
-from memproc.gate import values
+from memproc.gate import sequence, values
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Undecided
 from memproc.gate.surface import Surface, norm_entity
@@ -37,8 +37,9 @@ def _first(value: str) -> str:
 
 
 def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
-    """Settings whose value is a version or an image tag, changed outside a local setup."""
-    found = []
+    """Settings whose value is a version or an image tag, changed outside a local setup, and
+    a step whose one version number moved ("Cluster version 1.24" -> "Upgrade to 1.25")."""
+    found = _version_drift(old, revision)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
         versioned = bool(_VERSION.match(before) and _VERSION.match(after)) and (
@@ -48,9 +49,37 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
             or _product(change.name)  # "Ruby 3", "PHP 8": a product and its version
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
-        if (versioned or tagged) and not _local(revision, change.where):
+        drifted = any(c.where == change.where for c in found)
+        if (versioned or tagged) and not drifted and not _local(revision, change.where):
             found.append(change)
     return found
+
+
+# A dotted version number standing alone: not part of an address, a name or a quantity
+# ("2.5 h", "1.5 GB").
+_DOTTED_VERSION = re.compile(
+    r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.])(?!\s*(?:%|[a-zA-Z]{1,7}\b(?<!\bto)(?<!\band)))"
+)
+
+
+def _version_drift(old: Facts, revision: Facts) -> list[values.Change]:
+    """Paired steps (see `sequence`) that each name one version, a different one."""
+    found = []
+    before, after = old.procedure.steps, revision.procedure.steps
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
+        old_text = f"{before[i].action} {before[i].detail}"
+        new_text = f"{after[j].action} {after[j].detail}"
+        was, now = _versions_in(old_text), _versions_in(new_text)
+        if len(was) == 1 and len(now) == 1 and was != now and not _local(revision, f"step {j + 1}"):
+            key = before[i].action.lower()
+            found.append(
+                values.Change(key, was.pop(), now.pop(), f"step {j + 1}", old_text, new_text)
+            )
+    return found
+
+
+def _versions_in(text: str) -> set[str]:
+    return {v for v in _DOTTED_VERSION.findall(text) if v.count(".") < 3}  # not an address
 
 
 def _product(name: str) -> bool:

@@ -127,6 +127,14 @@ _TAKES = re.compile(
 )
 
 
+# A duration a step states for itself: "(about 2.5 h)", "about 60 min", "~40 minutes".
+_ABOUT = re.compile(
+    r"(?:\babout|\baround|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
+    r"hours?|hrs?|h|m))\b",
+    re.I,
+)
+
+
 def _ready_at(procedure: Procedure) -> int | None:
     """When the procedure says it is done, as a time of day (the last one it gives)."""
     found = None
@@ -148,9 +156,16 @@ def _runs_at(dependent: Procedure) -> int | None:
 
 
 def _stated_minutes(procedure: Procedure) -> float:
+    return sum(_step_minutes(f"{step.action} {step.detail}") for step in procedure.steps)
+
+
+def _step_minutes(text: str) -> float:
+    """The durations a step states for itself: "takes 40 minutes", "(about 2.5 h)"."""
     total = 0.0
-    for step in procedure.steps:
-        for match in _TAKES.finditer(f"{step.action} {step.detail}"):
+    for match in _ABOUT.finditer(text):
+        total += schedule.duration(match.group(1)) or 0.0
+    for match in _TAKES.finditer(text):
+        if not _ABOUT.search(match.group(0)):
             total += schedule.duration(match.group(1) or match.group(2)) or 0.0
     return total
 
@@ -160,11 +175,19 @@ def _waits(dependent: Procedure) -> float | None:
     when = schedule.schedule(dependent.trigger)
     if when is not None and when.moment is not None and when.moment.frame == "offset":
         return when.moment.minutes
-    if dependent.steps:
-        match = _WAIT.search(f"{dependent.steps[0].action} {dependent.steps[0].detail}")
+    for step in dependent.steps:  # the first fixed wait, however it is written
+        text = f"{step.action} {step.detail}"
+        match = _WAIT.search(text)
         if match:
             return schedule.duration(match.group(1))
+        match = _SLEEP.search(text)
+        if match:
+            return float(match.group(1)) / 60.0
     return None
+
+
+# `sleep 600`: the shell's sleep counts seconds when no unit follows (POSIX).
+_SLEEP = re.compile(r"\bsleep\s+(\d+)(?![\w.])", re.I)
 
 
 def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
@@ -201,12 +224,6 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
 
 # -- the timeline: when each step is done ----------------------------------------------------------
 
-# A duration a step states for itself: "(about 2.5 h)", "about 60 min", "~40 minutes".
-_ABOUT = re.compile(
-    r"(?:\babout|\baround|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
-    r"hours?|hrs?|h|m))\b",
-    re.I,
-)
 _END_CLOCK = re.compile(
     r"\b(?:by|until|finish\w*|ends?|ended|done|ready|complet\w*|lands?)\b\D{0,12}?"
     r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
@@ -235,11 +252,7 @@ def timeline(procedure: Procedure) -> list[float | None]:
         at = _start(text)
         if at is not None:
             now = max(now, at + (1440 if at + 720 < start else 0))
-        for match in _ABOUT.finditer(text):
-            now += schedule.duration(match.group(1)) or 0.0
-        for match in _TAKES.finditer(text):
-            if not _ABOUT.search(match.group(0)):
-                now += schedule.duration(match.group(1) or match.group(2)) or 0.0
+        now += _step_minutes(text)
         for match in _END_CLOCK.finditer(text):
             end = schedule.clock(match.group(1))
             if end is not None:
