@@ -1,12 +1,13 @@
 """The test PostgreSQL server is real and does what the store on Postgres will ask of it:
-pgvector's HNSW cosine search, full-text search with a GIN index, statement timeouts, and
-serialization failures between concurrent SERIALIZABLE transactions (the SQLSTATEs that the
-store will map to retryable errors). Also: the server runs unprivileged, and it is gone after
+pgvector's HNSW cosine search, full-text search with a GIN index, statement timeouts, and the
+failures of concurrent transactions (serialization failures and deadlocks: the SQLSTATEs that
+the store will map to retryable errors). Also: the server runs unprivileged, it is gone after
 teardown, a failed body included, and a server that cannot start says why."""
 
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -144,6 +145,44 @@ def test_write_skew_between_serializable_transactions_fails_one(
 
     rows = conn.execute("SELECT doctor FROM on_call WHERE on_duty ORDER BY doctor").fetchall()
     assert rows == [("bob",)]
+
+
+def test_a_lock_cycle_fails_one_transaction_as_a_deadlock(
+    pg_server: PgServer, schema_options: str, conn: psycopg.Connection
+) -> None:
+    """Each transaction holds one row and then asks for the other's: whichever order they
+    block in, the cycle forms, the server breaks it by failing one with SQLSTATE 40P01 (the
+    other code a store retries), and the other goes on to commit."""
+    conn.execute("CREATE TABLE counters (name text PRIMARY KEY, n int NOT NULL)")
+    conn.execute("INSERT INTO counters VALUES ('a', 0), ('b', 0)")
+    conn.commit()
+    # a short deadlock check, and a statement timeout so that a bug cannot hang the test
+    options = f"{schema_options} -c deadlock_timeout=100ms -c statement_timeout=30s"
+    outcomes: dict[str, str] = {}
+
+    def take(name: str, c: psycopg.Connection, row: str) -> None:
+        try:
+            c.execute("UPDATE counters SET n = n + 1 WHERE name = %s", (row,))
+            c.commit()
+            outcomes[name] = "committed"
+        except errors.DeadlockDetected as failure:
+            outcomes[name] = failure.sqlstate or ""
+            c.rollback()
+
+    first = psycopg.connect(pg_server.url, options=options)
+    second = psycopg.connect(pg_server.url, options=options)
+    with first, second:
+        first.execute("UPDATE counters SET n = n + 1 WHERE name = 'a'")
+        second.execute("UPDATE counters SET n = n + 1 WHERE name = 'b'")
+        crossing = threading.Thread(target=take, args=("first", first, "b"))
+        crossing.start()
+        take("second", second, "a")
+        crossing.join(60)
+        assert not crossing.is_alive()
+
+    assert sorted(outcomes.values()) == ["40P01", "committed"]
+    counts = dict(conn.execute("SELECT name, n FROM counters").fetchall())
+    assert counts == {"a": 1, "b": 1}
 
 
 def test_the_server_runs_unprivileged(pg_server: PgServer) -> None:
