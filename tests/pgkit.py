@@ -171,7 +171,7 @@ def running_server(settings: Mapping[str, str] | None = None) -> Iterator[PgServ
         process, port = start(bin_dir, root, owner, {**TEST_SETTINGS, **(settings or {})})
         try:
             yield PgServer(
-                url=create_database(port),
+                url=create_database(port, root),
                 port=port,
                 socket_dir=root,
                 data_dir=data_dir,
@@ -298,12 +298,15 @@ def wait_ready(process: subprocess.Popen[bytes], port: int, log: Path) -> bool:
     )
 
 
-def create_database(port: int) -> str:
+def create_database(port: int, root: Path) -> str:
     """Create the test database with pgvector in it; its URL."""
-    with psycopg.connect(url(port, "postgres"), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    with psycopg.connect(url(port, DATABASE), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION vector")
+    try:
+        with psycopg.connect(url(port, "postgres"), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {DATABASE}")
+        with psycopg.connect(url(port, DATABASE), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+    except psycopg.Error as error:
+        raise PgServerError(f"could not set up {DATABASE}: {error}\n{log_tail(root)}") from error
     return url(port, DATABASE)
 
 
