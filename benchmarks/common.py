@@ -69,6 +69,12 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--every", type=int, default=1, help="use every Nth query/conversation")
     parser.add_argument("--limit", type=int, default=None, help="at most N after --every")
     parser.add_argument(
+        "--half",
+        choices=("tune", "blind"),
+        default=None,
+        help="only the items of one half, split by sha256 of their ids (see half_of)",
+    )
+    parser.add_argument(
         "--modes",
         default=",".join(MEMPROC_MODES),
         help="memproc modes to run, comma-separated, from " + ",".join(MEMPROC_MODES),
@@ -100,14 +106,28 @@ def parse_modes(text: str) -> list[str]:
     return modes
 
 
+def half_of(item_id: str) -> str:
+    """A data set item's half, from its id alone: the first byte of sha256(id) even ->
+    "tune", odd -> "blind". Settings are chosen on the tune half; the blind half is run once
+    per change, to report, never to choose."""
+    return "tune" if hashlib.sha256(item_id.encode("utf-8")).digest()[0] % 2 == 0 else "blind"
+
+
+def in_half(items: Sequence[Any], half: str | None, key: Callable[[Any], str]) -> list[Any]:
+    """The items of one half (all of them when `half` is None)."""
+    return list(items) if half is None else [i for i in items if half_of(key(i)) == half]
+
+
 def subset(items: Sequence[Any], every: int, limit: int | None) -> list[Any]:
     """Every Nth item from the first, then at most `limit`: a deterministic quick reading."""
     picked = list(items[:: max(1, every)])
     return picked if limit is None else picked[:limit]
 
 
-def describe_subset(total: int, used: int, every: int, limit: int | None) -> str:
-    parts = [f"{used} of {total}"]
+def describe_subset(
+    total: int, used: int, every: int, limit: int | None, half: str | None = None
+) -> str:
+    parts = [f"{used} of {total}"] + ([f"the {half} half"] if half else [])
     if every > 1:
         parts.append(f"every {every}th from the first")
     if limit is not None:

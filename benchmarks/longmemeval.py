@@ -305,7 +305,8 @@ def main() -> None:
     started = time.perf_counter()
 
     entries = load(args.data)
-    picked = common.subset(entries, args.every, args.limit)
+    halved = common.in_half(entries, args.half, key=lambda e: e["question_id"])
+    picked = common.subset(halved, args.every, args.limit)
     kept = [e for e in picked if skip_reason(e) is None]
     skipped: dict[str, int] = {}
     for entry in picked:
@@ -340,7 +341,7 @@ def main() -> None:
         if out is not None:
             out.close()
 
-    used = common.describe_subset(len(entries), len(picked), args.every, args.limit)
+    used = common.describe_subset(len(entries), len(picked), args.every, args.limit, args.half)
     print(f"LongMemEval-S dev: questions {used}; scored {len(kept)}, skipped {skipped or 'none'}")
     boosts = common.runtime_settings("hybrid+boosts", args)
     print(

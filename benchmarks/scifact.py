@@ -162,7 +162,9 @@ def main() -> None:
     doc_ids, texts = load_corpus(args.data)
     all_queries, qrels = load_queries(args.data), load_qrels(args.data, args.split)
     judged = [(qid, all_queries[qid]) for qid in qrels if qid in all_queries]
-    queries = common.subset(judged, args.every, args.limit)
+    queries = common.subset(
+        common.in_half(judged, args.half, key=lambda q: q[0]), args.every, args.limit
+    )
     embedder = common.load_embedder(args)
     timings, notes = common.Timings(), common.ModeNotes()
 
@@ -172,7 +174,7 @@ def main() -> None:
 
     print(
         f"SciFact {args.split}: {len(doc_ids)} abstracts, queries: "
-        f"{common.describe_subset(len(judged), len(queries), args.every, args.limit)}"
+        f"{common.describe_subset(len(judged), len(queries), args.every, args.limit, args.half)}"
     )
     print(f"embedder: {embedder.name}; remember_batch: {common.has_remember_batch()}\n")
     labels = {mode: notes.label(mode) for mode in common.MEMPROC_MODES}

@@ -1,4 +1,5 @@
-"""Shared fixtures for the unit tests: real SQLite files in tmp_path, always closed."""
+"""Shared fixtures for the unit tests: real SQLite files in tmp_path, always closed, and a real
+PostgreSQL server for the tests that need one."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.store import NewMemory, Store
 from memproc.store.connection import ConnectionSettings
+from pgkit import PgServer, running_server
 from searchkit import OpenRuntime, opener, settle
 
 
@@ -127,3 +129,15 @@ def open_runtime(
 @pytest.fixture
 def rt(open_runtime: OpenRuntime) -> Runtime:
     return open_runtime()
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL 16 + pgvector server of this test process (tests/pgkit.py), started on
+    first use and stopped at the end of the session. If it cannot start, every test that uses
+    it fails with the reason: the Postgres tests are never skipped."""
+    with running_server() as server:
+        yield server

@@ -4,6 +4,7 @@ runs it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,12 @@ def memproc(
         check=check,
         env=env,
     )
+
+
+def records_in(export: Path) -> int:
+    """The records an export file holds: every line but its header and end marker."""
+    lines = export.read_text(encoding="utf-8").splitlines()
+    return sum(1 for line in lines if json.loads(line)["type"] not in ("header", "end"))
 
 
 def fill(db: Path, scope: str = "proj") -> None:

@@ -12,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memproc.gate import Procedure, Step, evaluate, index_keys, probe_keys, semantic_requests
+from memproc.gate import (
+    Procedure,
+    Step,
+    assess,
+    evaluate,
+    index_keys,
+    probe_keys,
+    semantic_requests,
+)
 from memproc.gate.baselines import latest_wins, reference_rule, reference_words
 from memproc.gate.text import split_clauses, stem
 
@@ -30,6 +38,11 @@ def gate(old: Procedure, new: Procedure, dependent: Procedure, **kw: Any) -> lis
     return [f.pattern for f in evaluate(old, new, [dependent], **kw)]
 
 
+def asked(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
+    """The patterns the rules suspected in the pairs they left to the judge."""
+    return [f.pattern for u in assess(old, new, [dependent]).undecided for f in u.findings]
+
+
 # -- added preconditions -----------------------------------------------------------------------
 
 OLD_RELEASE = proc("a", "release", ["MySQL"], ["ship the build"])
@@ -42,12 +55,34 @@ NEW_RELEASE = proc(
 )
 
 
-def test_an_added_precondition_the_dependent_does_not_meet_flags() -> None:
+def test_an_added_precondition_that_binds_others_and_is_unmet_flags() -> None:
+    new = proc(
+        "a",
+        "release",
+        ["MySQL"],
+        [("back up the schema", "before shipping"), "ship the build"],
+        preconditions=["every job must back up the schema before it writes"],
+    )
     dependent = proc("b", "import csv", ["MySQL"], ["load rows into the customers table"])
-    findings = evaluate(OLD_RELEASE, NEW_RELEASE, [dependent])
+    findings = evaluate(OLD_RELEASE, new, [dependent])
     assert [f.pattern for f in findings] == ["unmet_precondition"]
     assert findings[0].dependent_id == "b"
     assert "back up the schema" in findings[0].detail and "mysql" in findings[0].detail
+
+
+def test_an_unmet_precondition_bound_only_by_a_shared_surface_is_asked() -> None:
+    # Nothing says the demand reaches beyond the release itself: the judge decides.
+    dependent = proc("b", "import csv", ["MySQL"], ["load rows into the customers table"])
+    assert gate(OLD_RELEASE, NEW_RELEASE, dependent) == []
+    [question] = assess(OLD_RELEASE, NEW_RELEASE, [dependent]).undecided
+    assert question.why == "low_confidence" and "not stated" in question.detail
+    assert [f.pattern for f in question.findings] == ["unmet_precondition"]
+
+
+def test_an_unmet_precondition_on_the_dependents_own_act_is_decided() -> None:
+    # The dependent backs up too, but not the schema: the demand is about what it does.
+    dependent = proc("b", "nightly dump", ["MySQL"], ["back up the orders table"])
+    assert gate(OLD_RELEASE, NEW_RELEASE, dependent) == ["unmet_precondition"]
 
 
 def test_a_precondition_met_in_other_words_is_safe() -> None:
@@ -57,7 +92,7 @@ def test_a_precondition_met_in_other_words_is_safe() -> None:
 
 def test_a_negated_mention_never_meets_a_precondition() -> None:
     dependent = proc("b", "fast import", ["MySQL"], [("load rows", "does not back up the schema")])
-    assert gate(OLD_RELEASE, NEW_RELEASE, dependent) == ["unmet_precondition"]
+    assert asked(OLD_RELEASE, NEW_RELEASE, dependent) == ["unmet_precondition"]
 
 
 def test_no_shared_surface_is_safe() -> None:
@@ -98,7 +133,7 @@ def test_an_added_step_that_declares_a_requirement_is_a_demand() -> None:
         "a", "release", ["MySQL"], [("enable TLS on the client", "the server now requires it")]
     )
     dependent = proc("b", "import csv", ["MySQL"], ["load rows with the mysql client"])
-    assert gate(OLD_RELEASE, new, dependent) == ["unmet_precondition"]
+    assert asked(OLD_RELEASE, new, dependent) == ["unmet_precondition"]
 
 
 def test_the_semantic_signal_can_say_a_dependent_meets_a_demand() -> None:
@@ -125,8 +160,8 @@ def test_an_alias_makes_a_shared_surface() -> None:
     )
     by_alias = proc("b", "ingest", ["pg"], ["stream events into the events table"])
     by_text = proc("c", "ingest", [], ["stream events into pg"])
-    assert gate(old, new, by_alias) == ["unmet_precondition"]
-    assert gate(old, new, by_text) == ["unmet_precondition"]
+    assert asked(old, new, by_alias) == ["unmet_precondition"]
+    assert asked(old, new, by_text) == ["unmet_precondition"]
     assert reference_rule(old, new, [by_alias]) == []  # the reference rule misses aliases
 
 

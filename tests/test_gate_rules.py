@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from memproc.gate.exposure import changed_tokens
+from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
 from memproc.gate.names import same_system
 from memproc.gate.text import split_clauses
@@ -386,3 +388,139 @@ def test_a_demand_met_across_steps_and_one_set_otherwise() -> None:
     )
     assert verdict(old, new, across) == []
     assert verdict(old, new, otherwise) == ["unmet_precondition"]
+
+
+# -- the timeline, measured bounds, booleans, pinned versions, restrictions ------------------------
+
+
+def test_a_long_step_inserted_before_the_output_makes_it_late_for_a_clock_dependent() -> None:
+    old = proc(
+        "a",
+        "build the sales cube",
+        ["cube"],
+        [("Load", "03:00 UTC import (about 1 h)"), ("Publish", "copy sales_cube to the share")],
+    )
+    dependent = proc("b", "morning report", ["report"], [("Read", "At 06:00 UTC read sales_cube")])
+    slow = proc(
+        "a",
+        "build the sales cube",
+        ["cube"],
+        [
+            ("Load", "03:00 UTC import (about 1 h)"),
+            ("Rebuild indexes", "full rebuild (about 3 h)"),
+            ("Publish", "copy sales_cube to the share"),
+        ],
+    )
+    after = proc(
+        "a",
+        "build the sales cube",
+        ["cube"],
+        [
+            ("Load", "03:00 UTC import (about 1 h)"),
+            ("Publish", "copy sales_cube to the share"),
+            ("Vacuum", "compact the staging tables (about 3 h)"),
+        ],
+    )
+    assert verdict(old, slow, dependent) == ["later_output"]
+    assert verdict(old, after, dependent) == []  # the long step comes after what it reads
+
+
+def test_a_start_moved_past_the_dependents_clock_time_is_late() -> None:
+    old = proc("a", "fetch rates", ["rates"], [("Fetch", "Cron 05:00: download rates.csv")])
+    new = proc("a", "fetch rates", ["rates"], [("Fetch", "Cron 07:30: download rates.csv")])
+    dependent = proc("b", "price book", ["pricing"], [("Read", "At 06:00 parse rates.csv")])
+    assert verdict(old, new, dependent) == ["later_output"]
+
+
+def test_a_memory_limit_below_the_dependents_heap_is_a_tightened_limit() -> None:
+    old = proc("a", "size api pods", ["api"], [("Resources", "limits.memory: 8Gi")])
+    new = proc("a", "size api pods", ["api"], [("Resources", "limits.memory: 4096Mi")])
+    heavy = proc(
+        "b", "export", ["api"], [("Run", "kubectl exec deploy/api -- java -Xmx6g -jar x.jar")]
+    )
+    light = proc(
+        "b", "export", ["api"], [("Run", "kubectl exec deploy/api -- java -Xmx2g -jar x.jar")]
+    )
+    assert verdict(old, new, heavy) == ["tightened_limit"]
+    assert "tightened_limit" not in verdict(old, new, light)
+
+
+def test_a_timeout_of_zero_is_no_limit() -> None:
+    old = proc("a", "run the db", ["db"], [("Settings", "lock_timeout = 0; role app")])
+    new = proc("a", "run the db", ["db"], [("Settings", "lock_timeout = '30s'; role app")])
+    dependent = proc(
+        "b", "long batch", ["db"], [("Hold", "connect as role app and hold locks for 5 minutes")]
+    )
+    assert verdict(old, new, dependent) == ["tightened_limit"]
+
+
+def test_a_new_length_limit_in_a_precondition_cuts_off_a_longer_dependent() -> None:
+    old = proc(
+        "a", "book the truck", ["carrier"], ["wrap loads"], preconditions=["Loads must be wrapped"]
+    )
+    new = proc(
+        "a",
+        "book the truck",
+        ["carrier"],
+        ["wrap loads"],
+        preconditions=["Loads must be wrapped and must not exceed 2.5 m in height"],
+    )
+    tall = proc(
+        "b", "ship machines", ["carrier"], [("Stack", "crates stacked to 2.8 m for the carrier")]
+    )
+    low = proc(
+        "b", "ship machines", ["carrier"], [("Stack", "crates stacked to 1.9 m for the carrier")]
+    )
+    assert verdict(old, new, tall) == ["tightened_limit"]
+    assert "tightened_limit" not in verdict(old, new, low)
+
+
+def test_booleans_are_compared_by_meaning_however_spelled() -> None:
+    old = proc("a", "run the broker", ["broker1"], [("Config", "Require TLS = No")])
+    new = proc("a", "run the broker", ["broker1"], [("Config", "Require TLS = Yes")])
+    plain = proc("b", "publish", ["broker1"], [("Connect", "host = broker1 port = 5672 tls = off")])
+    secure = proc("b", "publish", ["broker1"], [("Connect", "host = broker1 port = 5671 tls = on")])
+    assert verdict(old, new, plain) == ["changed_value"]
+    assert "changed_value" not in verdict(old, new, secure)
+    found = settings_of_text("host = db1 port = 1433 encryption = off", "step 1")
+    assert [(s.key, s.value) for s in found] == [
+        ("host", "db1"),
+        ("port", "1433"),
+        ("encryption", "off"),
+    ]
+
+
+def test_a_pinned_version_written_with_at_is_a_component_change() -> None:
+    old = proc("a", "pin the board core", ["board core"], [("Pin", "vendor:core@1.9.2")])
+    new = proc("a", "pin the board core", ["board core"], [("Pin", "vendor:core@2.0.0")])
+    dependent = proc("b", "build the sensor firmware", ["sensor"], [("Build", "board-cli compile")])
+    assert verdict(old, new, dependent) == ["undecided:world_knowledge"]
+    addresses = settings_of_text("ssh deploy@10.0.0.5", "step 1")
+    assert not any(s.value == "10.0.0.5" for s in addresses)
+
+
+def test_a_word_whose_negation_turned_is_changed() -> None:
+    old = proc("a", "gate merges", ["trunk"], [("Rules", "the bot merges release branches")])
+    new = proc("a", "gate merges", ["trunk"], [("Rules", "the bot never merges release branches")])
+    same = proc("a", "gate merges", ["trunk"], [("Rules", "the bot merges release branches")])
+    assert "merg" in changed_tokens(Facts.read(old), Facts.read(new))
+    assert changed_tokens(Facts.read(old), Facts.read(same)) == set()
+
+
+def test_a_revision_that_closes_something_asks_about_a_linked_dependent() -> None:
+    old = proc(
+        "a", "run the search cluster", ["search-1"], [("Listen", "http listener on search-1:9200")]
+    )
+    new = proc(
+        "a",
+        "run the search cluster",
+        ["search-1"],
+        [("Listen", "listener on search-1:9200, TLS required")],
+    )
+    dependent = proc("b", "reindex", ["search-1"], [("Call", "curl search-1:9200/_reindex")])
+    assert verdict(old, new, dependent) == ["undecided:low_confidence"]
+
+
+def test_a_procedure_is_filed_under_the_words_of_its_name() -> None:
+    dependent = proc("b", "post web orders to the ledger", ["shop"], [("Post", "POST each order")])
+    assert "term:ledger" in index_keys(dependent)

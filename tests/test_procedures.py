@@ -62,7 +62,10 @@ def pair(ctx: OpContext) -> tuple[str, str]:
     return deploy, seed
 
 
-BREAKING = {"steps": ["run migrations", "push"], "preconditions": ["run migrations before push"]}
+BREAKING = {
+    "steps": ["run migrations", "push"],
+    "preconditions": ["every job must run migrations before it writes"],
+}
 
 
 def test_a_safe_revision_is_promoted_and_the_old_one_retired(

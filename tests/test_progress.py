@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from datakit import fill, memproc
+from datakit import fill, memproc, records_in
 
 
 def test_plain_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
@@ -18,10 +18,11 @@ def test_plain_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     lines = done.stderr.splitlines()
     assert "\r" not in done.stderr
     progress = [line for line in lines if line.startswith("export: ")]
-    assert progress[0] == "export: 1/32 records (0%)"
-    assert progress[-1] == "export: 32/32 records (100%)"
+    n = records_in(tmp_path / "a.jsonl")
+    assert progress[0] == f"export: 1/{n} records (0%)"
+    assert progress[-1] == f"export: {n}/{n} records (100%)"
     assert len(progress) == 11  # one line at each tenth of the work
-    assert lines[-1] == f"exported 32 records to {tmp_path / 'a.jsonl'}"
+    assert lines[-1] == f"exported {n} records to {tmp_path / 'a.jsonl'}"
     assert done.stdout == ""
 
 
@@ -43,7 +44,8 @@ def test_a_bar_on_a_terminal(tmp_path: Path) -> None:
     assert child.returncode == 0 and stdout == b""
     text = seen.decode()
     assert "\rexport [" in text
-    assert f"\rexport [{'#' * 30}] 100% 32/32 records" in text
+    n = records_in(tmp_path / "a.jsonl")
+    assert f"\rexport [{'#' * 30}] 100% {n}/{n} records" in text
     assert "export: " not in text  # no plain lines on a terminal
 
 

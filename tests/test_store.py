@@ -18,7 +18,7 @@ from memproc.errors import Cancelled, Conflict, InternalError, StorageBusy, Stor
 from memproc.store import NewMemory, Store
 from memproc.store import memories as memory_sql
 from memproc.store.connection import CONNECTION_SETUP, ConnectionSettings, open_connection
-from memproc.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from memproc.store.migrations import _SEARCH_FILTERS, LATEST_VERSION, MIGRATIONS, migrate
 from memproc.store.quoting import fts_match_any
 
 NewMemoryFactory = Callable[..., NewMemory]
@@ -112,8 +112,7 @@ def test_a_database_of_the_previous_version_gains_the_search_filter_index(db_pat
     """Made by the migrations before the index, with memories in it: opened now, it is
     migrated, and the lexical channel's filtered join (which names the index) finds them."""
     conn = open_connection(db_path, ConnectionSettings())
-    before = next(i for i, step in enumerate(MIGRATIONS) if "memories_search_filters ON" in step)
-    for version, step in enumerate(MIGRATIONS[:before], start=1):
+    for version, step in enumerate(MIGRATIONS[: MIGRATIONS.index(_SEARCH_FILTERS)], start=1):
         conn.execute(step)
         conn.pragma("user_version", version)
     assert "memories_search_filters" not in conn.execute("SELECT name FROM sqlite_master").get

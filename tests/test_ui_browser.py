@@ -105,7 +105,7 @@ def _quarantined_revision(ctx: OpContext) -> tuple[str, str]:
         "id": deploy,
         "reason": "the last push failed on a missing column",
         "steps": [{"action": "run migrations"}, {"action": "push"}],
-        "preconditions": ["run migrations before push"],
+        "preconditions": ["every job must run migrations before it writes"],
     }
     evolved = procedure_ops.evolve(ctx, msgspec.convert(raw, pm.EvolveProcedureParams))
     assert evolved.status == "quarantined", evolved

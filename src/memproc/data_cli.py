@@ -181,7 +181,7 @@ def _family(kind: object, record: dict[str, Any], number: int) -> transfer.Famil
     if family is None:
         raise _bad_file(f"unknown record type {kind!r}", number)
     expected = {*family.columns, *(["memory"] if family.by_memory else [])}
-    if set(record) != expected:
+    if not expected - set(family.optional) <= set(record) <= expected:
         raise _bad_file(f"a {family.name} record must have exactly {sorted(expected)}", number)
     return family
 

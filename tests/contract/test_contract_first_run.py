@@ -132,7 +132,7 @@ def test_the_install_step_uses_the_constraints() -> None:
         timeout=60,
         check=True,
     )
-    assert "pip install --quiet -c constraints.txt -e '.[test]'" in done.stdout
+    assert "pip install --quiet -c constraints.txt -e '.[test,postgres]'" in done.stdout
 
 
 def test_a_failed_pull_still_serves_and_says_what_is_missing(tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ MEMORY_FIELDS = {
     "challenge",
     "refs",
     "rests_on_inactive",
+    "valid_from",
+    "valid_until",
 }
 HIT_FIELDS = {"id", "scope", "kind", "content", "score", "status", "created_at", "tags", "source"}
 HOSTILE_QUERIES = [

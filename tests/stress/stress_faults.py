@@ -61,7 +61,9 @@ from memproc.models.manifest import MANIFEST_NAME, read_manifest, sha256_file, w
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / ".cache" / "models" / "minilm-l6-int8"
 SEED_COUNT = 12
 MODEL_TIMEOUT_S = 60.0
-TMPFS_BYTES = 1 << 20  # the schema, the seeds and the -wal/-shm take most of it
+# The schema, the seeds and the -wal/-shm take most of it; the rest must hold some fill writes
+# (at 1 MiB only one fitted, and one migration more left none).
+TMPFS_BYTES = 5 << 18
 WRITE_ATTEMPTS = 2_000  # a hard ceiling on the loop that fills the disk
 STORAGE_UNAVAILABLE = -32005
 FOREIGN_BYTES = b"\x00\x13 a file some other program owns; memproc must not touch it \xff" * 1024
@@ -212,7 +214,7 @@ def refused_writes_absent(server: Client, refused: list[str]) -> bool:
 
 
 def disk_full(base: Path, figures: FaultFigures) -> None:
-    """The database on a 1 MiB tmpfs, written until the disk is full (ENOSPC), then read; then
+    """The database on a 1.25 MiB tmpfs, written until the disk is full (ENOSPC), then read; then
     the tmpfs grows (space freed) and the same process writes again."""
     with lab(base, "disk_full") as here, namespace() as space:
         space.mount_tmpfs(here.db_dir, TMPFS_BYTES)
@@ -406,7 +408,7 @@ def scenarios(model_dir: Path) -> dict[str, tuple[str, Scenario]]:
             "read-only bind mount in a private mount namespace (EROFS)",
             read_only_file_system,
         ),
-        "disk_full": ("1 MiB tmpfs in a private mount namespace (ENOSPC)", disk_full),
+        "disk_full": ("1.25 MiB tmpfs in a private mount namespace (ENOSPC)", disk_full),
         "file_size_limit": (
             "fault_launcher.py --max-file-bytes: RLIMIT_FSIZE with SIGXFSZ ignored (EFBIG)",
             file_size_limit,

@@ -31,7 +31,7 @@ LOWER_WORDS = lx.words("min minimum floor least")
 # A timeout or a time-to-live given as a bare number is in seconds: the convention of
 # configuration formats and client libraries alike (general knowledge).
 SECONDS_BY_DEFAULT = lx.words("timeout timeouts ttl")
-_PHRASES_UPPER = ("at most", "up to", "no more than", "times out", "time out")
+_PHRASES_UPPER = ("at most", "up to", "no more than", "times out", "time out", "not exceed")
 _PHRASES_LOWER = ("at least", "no less than", "no fewer than")
 Direction = Literal["upper", "lower"]
 
@@ -57,7 +57,8 @@ def direction(words: list[str], text: str = "") -> Direction | None:
 def _quantity(text: str, memory: bool, unit_words: list[str]) -> units.Quantity | None:
     """The largest quantity in a value ("0..250MB" -> 250 MB); a bare number takes a unit
     from its key ("ttl_hours: 6")."""
-    found = [q for q in units.scan(text, memory=memory) if q.dimension != "period"]
+    length = bool(set(unit_words) & units.LENGTH_WORDS)
+    found = [q for q in units.scan(text, memory=memory, length=length) if q.dimension != "period"]
     if not found:
         return None
     best = max(found, key=lambda q: q.value)
@@ -84,7 +85,8 @@ def _tighter(d: Direction, old: units.Quantity, new: units.Quantity) -> bool:
 def tightened(old: Procedure, revision: Procedure) -> list[Bound]:
     found = _from_settings(old, revision) + _new_settings(old, revision)
     seen = {b.where for b in found}
-    return found + [b for b in _from_steps(old, revision) if b.where not in seen]
+    found += [b for b in _from_steps(old, revision) if b.where not in seen]
+    return found + _from_preconditions(old, revision)
 
 
 def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
@@ -97,12 +99,50 @@ def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
         memory = bool(set(words) & units.SIZE_WORDS)
         before = _quantity(change.old, memory, words)
         after = _quantity(change.new, memory, words)
+        if before and after and _unlimited(d, before):
+            before = units.Quantity(after.dimension, _UNBOUNDED[d], f"{before.text} (no limit)")
         if before and after and _tighter(d, before, after):
             found.append(Bound(change.key, d, before, after, change.where))
     return found
 
 
 _UNBOUNDED = {"upper": float("inf"), "lower": 0.0}
+
+
+def _unlimited(d: Direction, quantity: units.Quantity) -> bool:
+    """A maximum duration of zero: how configuration formats commonly say "no timeout"
+    (PostgreSQL's `*_timeout = 0`, many HTTP clients' `timeout: 0`)."""
+    return d == "upper" and quantity.dimension == "time" and quantity.value == 0
+
+
+def _from_preconditions(old: Procedure, revision: Procedure) -> list[Bound]:
+    """A new or reworded precondition that sets a limit ("pallets must not exceed 1.8 m in
+    height"): tighter than the same dimension's limit in the old preconditions, or new."""
+    old_texts = set(old.preconditions)
+    old_limits: dict[str, units.Quantity] = {}
+    for text in old.preconditions:
+        d = direction(_prose_words(text), text)
+        for dimension, q in _largest(text, _about_length(text)).items():
+            if d is not None:
+                old_limits[dimension] = q
+    found = []
+    for number, text in enumerate(revision.preconditions, start=1):
+        d = direction(_prose_words(text), text)
+        if text in old_texts or d is None:
+            continue
+        for dimension, new_q in _largest(text, _about_length(text)).items():
+            if dimension == "count":
+                continue  # a bare count beside a limit word is too often something else
+            old_q = old_limits.get(dimension) or units.Quantity(
+                dimension, _UNBOUNDED[d], "no limit"
+            )
+            if _tighter(d, old_q, new_q):
+                found.append(Bound(text, d, old_q, new_q, f"precondition {number}"))
+    return found
+
+
+def _about_length(text: str) -> bool:
+    return bool(set(re.findall(r"[a-z]+", text.lower())) & units.LENGTH_WORDS)
 
 
 def _new_settings(old: Procedure, revision: Procedure) -> list[Bound]:
@@ -160,9 +200,9 @@ def _same_dimension(before: str, after: str) -> list[tuple[units.Quantity, units
     return [(old_by[d], new_by[d]) for d in shared]
 
 
-def _largest(text: str) -> dict[str, units.Quantity]:
+def _largest(text: str, length: bool = False) -> dict[str, units.Quantity]:
     found: dict[str, units.Quantity] = {}
-    for q in units.scan(text):
+    for q in units.scan(text, length=length):
         if q.dimension != "period" and (
             q.dimension not in found or q.value > found[q.dimension].value
         ):
@@ -179,7 +219,10 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
     for source, text in dependent.texts:
         if not source.startswith("step"):
             continue
-        for q in units.scan(text):
+        # Read the dependent in the bound's terms: "3g" is memory beside a memory limit, and
+        # "2.1 m" a length beside a height limit.
+        memory, length = bound.new.dimension == "size", bound.new.dimension == "length"
+        for q in units.scan(text, memory=memory, length=length):
             dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"
             if dimension != bound.new.dimension:
                 continue

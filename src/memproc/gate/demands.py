@@ -403,8 +403,21 @@ def unmet_preconditions(
             or any(_semantically_met(d, clauses, similarity) for _, clauses in units(dependent))
         ):
             continue
-        findings.append(_unmet(d, dependent, surface))
+        findings.append(_unmet(d, dependent, surface, _does_the_act(d, dependent)))
     return findings
+
+
+def _does_the_act(d: Demand, dependent: Facts) -> bool:
+    """The dependent itself does what the demand governs: one of its steps leads with the
+    demanded verb, or names an identifier the demand names. Then a demand that binds by a
+    shared surface is about the dependent's own act, not about the revision's machine."""
+    if d.verb is not None:
+        for clause in dependent.step_clauses:
+            verb = clause.verb
+            if verb is not None and not clause.negated and equivalent(verb, d.verb):
+                return True
+    theirs = [i for _, text in dependent.texts for i in identifiers.find(text)]
+    return any(identifiers.same(i, o) for i in d.idents for o in theirs)
 
 
 def _conflicting_setting(d: Demand, dependent: Facts) -> values.Setting | None:
@@ -425,7 +438,7 @@ def context_names(procedure: Procedure) -> set[str]:
     return entities(procedure) | {norm_entity(procedure.name)}
 
 
-def _unmet(d: Demand, dependent: Facts, surface: Surface) -> Finding:
+def _unmet(d: Demand, dependent: Facts, surface: Surface, acts: bool) -> Finding:
     reach_note = f"; it binds {d.binds}" if d.binds else ""
     return Finding(
         dependent_id=dependent.procedure.id,
@@ -434,7 +447,21 @@ def _unmet(d: Demand, dependent: Facts, surface: Surface) -> Finding:
             f"the revision newly requires '{d.text}' ({d.source}){reach_note}; the dependent "
             f"shares {surface.describe() or 'the scope'} and none of its steps does this"
         ),
-        evidence={"revision": d.text, "wanted": " ".join(d.terms)},
+        evidence={
+            "revision": d.text,
+            "wanted": " ".join(d.terms),
+            "reach": d.binds or ("shared surface, its own act" if acts else "shared surface"),
+        },
+    )
+
+
+def reach_unstated(finding: Finding) -> bool:
+    """An unmet demand that binds the dependent only because they share a surface: neither
+    its author nor its subject says it reaches others. On held-out cases most such findings
+    were wrong (the demand concerned the revised procedure's own step or machine, or the
+    dependent met it in its own words), so the gate asks rather than decides them."""
+    return finding.pattern == "unmet_precondition" and (
+        finding.evidence.get("reach") == "shared surface"
     )
 
 

@@ -92,13 +92,21 @@ class _Reading:
             findings = self._shared(dependent, surface)
         else:  # a credential it writes with, named in three words or more, links them too
             findings = limits.tightened_permissions(old, new, dependent, at_least=3)
+            if not findings and knowledge.linked(old, new, dependent, surface):
+                # A dependent that runs at a clock time and names what the procedure is
+                # about ("switch to the nightly branch") waits for its output by the clock.
+                findings = order.finishes_later(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
-        if findings:
+        confident = [f for f in findings if not demands.reach_unstated(f)]
+        if confident:
             return findings, []
+        if findings:
+            return [], [_ask_reach(dependent, findings)]
         question = knowledge.undecided(old, new, dependent, surface)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
-        question = question or exposure.undecided(old, new, dependent, examined)
+        linked = knowledge.linked(old, new, dependent, surface)
+        question = question or exposure.undecided(old, new, dependent, examined, linked)
         return [], [question] if question else []
 
     def _shared(self, dependent: Facts, surface: Surface) -> list[Finding]:
@@ -122,6 +130,17 @@ class _Reading:
             *bounds.tightened_bounds(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
         ]
+
+
+def _ask_reach(dependent: Facts, findings: list[Finding]) -> Undecided:
+    """The unmet demands whose reach is only inferred from a shared surface, as a question."""
+    said = "; ".join(f.detail for f in findings)
+    return Undecided(
+        dependent.procedure.id,
+        "low_confidence",
+        f"{said}; whether the demand binds the dependent is not stated",
+        tuple(findings),
+    )
 
 
 def semantic_requests(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memproc.gate import lexicon as lx
+from memproc.gate import values
 from memproc.gate.facts import Facts, demand_texts
 from memproc.gate.identifiers import find as find_identifiers
 from memproc.gate.identifiers import normalize as normalize_identifier
@@ -57,7 +58,7 @@ def _key(text: str) -> str:
     return _SPACES.sub(" ", text.lower()).strip()
 
 
-def _tokens(text: str) -> set[str]:
+def content_tokens(text: str) -> set[str]:
     """Identifiers and content stems: what a unit is about, without its function words and
     the verbs of doing in general ("run", "use", "check")."""
     found = {
@@ -68,13 +69,74 @@ def _tokens(text: str) -> set[str]:
     generic = {stem(v) for v in lx.GENERIC_VERBS}
     for clause in split_clauses(text, "", 0):
         found |= {s for s in clause.stems() if len(s) > 2 and s not in generic}
+        found |= {_NOT + s for s in clause.stems(negated=True) if len(s) > 2 and s not in generic}
+        found |= {stem(t.lower) for t in clause.tokens if t.lower in lx.NEGATING_VERBS}
+    return found
+
+
+# Marks a negated word ("do not allow bypassing"), so that an edit which only turns an
+# action's polarity ("administrators may bypass" -> "do not allow bypassing") changes it.
+_NOT = "not "
+
+
+def _plain(tokens: set[str]) -> set[str]:
+    """Tokens without their polarity: a dependent that bypasses and one that never does are
+    both exposed to a change of the rule on bypassing."""
+    return {t.removeprefix(_NOT) for t in tokens}
+
+
+# Words that close, require or narrow something (access control and transport security
+# vocabulary: RFC 2119's "required", POSIX's "read-only", TLS and authentication terms).
+RESTRICTIVE_WORDS = lx.words(
+    """read-only readonly require requires required enforce enforces enforced force forced
+    forces mandatory only deny denies denied disable disables disabled block blocks blocked
+    reject rejects rejected forbid forbids forbidden restrict restricts restricted private
+    tls ssl https encrypt encrypted encryption signing signed mtls starttls"""
+)
+# Setting words that open something when true ("endpointPublicAccess", "allow_anonymous").
+PERMISSIVE_WORDS = lx.words(
+    "public allow allowed anonymous plain plaintext insecure forwarding bypass legacy"
+)
+
+
+def restrictions(old: Facts, revision: Facts) -> list[str]:
+    """What the revision newly closes or requires: restrictive words its edited or new units
+    add, and settings turned from open to closed (`public: true` -> `false`, `ssl: off` ->
+    `on`)."""
+    found = []
+    restrictive = {stem(w) for w in RESTRICTIVE_WORDS}
+    added = added_tokens(old, revision)
+    found += sorted(t for t in added if t in restrictive)
+    for change in values.changed(old.procedure, revision.procedure):
+        before, after = values.truth(change.old), values.truth(change.new)
+        if before is None or after is None or before == after:
+            continue
+        words = set(change.words)
+        if (before and words & PERMISSIVE_WORDS) or (after and words & RESTRICTIVE_WORDS):
+            found.append(f"{change.key}: {change.old} -> {change.new}")
+    return found
+
+
+def added_tokens(old: Facts, revision: Facts) -> set[str]:
+    """The tokens a revision's new or edited units hold that their old counterparts did not."""
+    old_texts = [u.text for u in _units(old) if u.text.strip()]
+    old_tokens = [_plain(content_tokens(t)) for t in old_texts]
+    before = {_key(t) for t in old_texts}
+    found: set[str] = set()
+    for unit in _units(revision):
+        if not unit.text.strip() or _key(unit.text) in before:
+            continue
+        mine = _plain(content_tokens(unit.text))
+        counterpart = max(old_tokens, key=lambda theirs: _overlap(mine, theirs), default=set())
+        found |= mine - counterpart
     return found
 
 
 def changed_tokens(old: Facts, revision: Facts) -> set[str]:
     """What the revision changed, token by token: the whole of a unit it dropped, and for a
     unit it edited (its counterpart: the old unit it shares most tokens with, at least a
-    third), the tokens on one side only. A dependent that shares only an edited unit's
+    third), the tokens on one side only, a word whose negation changed among them. A
+    dependent that shares only an edited unit's
     unchanged words (the keys beside a renamed one, the service whose port did not change)
     is not exposed by the edit. A unit only added takes nothing away from anyone: what it
     asks of others is a demand or a prohibition, which the rules judge."""
@@ -82,19 +144,19 @@ def changed_tokens(old: Facts, revision: Facts) -> set[str]:
     new_units = [u for u in _units(revision) if u.text.strip()]
     before = {_key(u.text) for u in old_units}
     after = {_key(u.text) for u in new_units}
-    dropped = [_tokens(u.text) for u in old_units if _key(u.text) not in after]
+    dropped = [content_tokens(u.text) for u in old_units if _key(u.text) not in after]
     changed: set[str] = set()
     for unit in new_units:
         if _key(unit.text) in before:
             continue
-        mine = _tokens(unit.text)
+        mine = content_tokens(unit.text)
         counterpart = max(dropped, key=lambda theirs: _overlap(mine, theirs), default=set())
         if _overlap(mine, counterpart) >= EDIT_OVERLAP:
             changed |= mine ^ counterpart
             dropped.remove(counterpart)
     for theirs in dropped:
         changed |= theirs
-    return changed
+    return _plain(changed)
 
 
 def _overlap(a: set[str], b: set[str]) -> float:
@@ -123,20 +185,35 @@ def exposure(
     exposure rests on the rest of the change."""
     theirs: set[str] = set()
     for unit in _units(dependent):
-        theirs |= _tokens(unit.text)
+        theirs |= _plain(content_tokens(unit.text))
     decided: set[str] = set()
     for text in examined:
-        decided |= _tokens(text)
+        decided |= _plain(content_tokens(text))
     return Exposure(frozenset((changed_tokens(old, revision) - decided) & theirs))
 
 
 def undecided(
-    old: Facts, revision: Facts, dependent: Facts, examined: Sequence[str] = ()
+    old: Facts,
+    revision: Facts,
+    dependent: Facts,
+    examined: Sequence[str] = (),
+    linked: bool = False,
 ) -> Undecided | None:
-    """A question for the judge when the dependent is exposed to the change."""
+    """A question for the judge when the dependent is exposed to the change, or, when it is
+    `linked` to the revised system, when the revision closes or requires something (a
+    dependent that worked through what is now closed breaks, and no rule can tell which
+    dependents did)."""
     found = exposure(old, revision, dependent, examined)
     if not found.exposed:
-        return None
+        closed = restrictions(old, revision) if linked else []
+        if not closed:
+            return None
+        return Undecided(
+            dependent.procedure.id,
+            "low_confidence",
+            "no rule decided this pair; the revision closes or requires something on a system "
+            "the dependent uses (" + ", ".join(closed) + ")",
+        )
     return Undecided(
         dependent.procedure.id,
         "low_confidence",

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 
 from memproc.gate import lexicon as lx
-from memproc.gate import values
+from memproc.gate import sequence, values
 from memproc.gate.facts import Facts
-from memproc.gate.model import Finding, Undecided
+from memproc.gate.model import Finding, Procedure, Undecided
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import split_clauses
 
@@ -37,8 +37,9 @@ def _first(value: str) -> str:
 
 
 def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
-    """Settings whose value is a version or an image tag, changed outside a local setup."""
-    found = []
+    """Settings whose value is a version or an image tag, changed outside a local setup, and
+    a step whose one version number moved ("Cluster version 1.24" -> "Upgrade to 1.25")."""
+    found = _version_drift(old, revision)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
         versioned = bool(_VERSION.match(before) and _VERSION.match(after)) and (
@@ -48,9 +49,37 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
             or _product(change.name)  # "Ruby 3", "PHP 8": a product and its version
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
-        if (versioned or tagged) and not _local(revision, change.where):
+        drifted = any(c.where == change.where for c in found)
+        if (versioned or tagged) and not drifted and not _local(revision, change.where):
             found.append(change)
     return found
+
+
+# A dotted version number standing alone: not part of an address, a name or a quantity
+# ("2.5 h", "1.5 GB").
+_DOTTED_VERSION = re.compile(
+    r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.])(?!\s*(?:%|[a-zA-Z]{1,7}\b(?<!\bto)(?<!\band)))"
+)
+
+
+def _version_drift(old: Facts, revision: Facts) -> list[values.Change]:
+    """Paired steps (see `sequence`) that each name one version, a different one."""
+    found = []
+    before, after = old.procedure.steps, revision.procedure.steps
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
+        old_text = f"{before[i].action} {before[i].detail}"
+        new_text = f"{after[j].action} {after[j].detail}"
+        was, now = _versions_in(old_text), _versions_in(new_text)
+        if len(was) == 1 and len(now) == 1 and was != now and not _local(revision, f"step {j + 1}"):
+            key = before[i].action.lower()
+            found.append(
+                values.Change(key, was.pop(), now.pop(), f"step {j + 1}", old_text, new_text)
+            )
+    return found
+
+
+def _versions_in(text: str) -> set[str]:
+    return {v for v in _DOTTED_VERSION.findall(text) if v.count(".") < 3}  # not an address
 
 
 def _product(name: str) -> bool:
@@ -73,13 +102,43 @@ def _local(revision: Facts, where: str) -> bool:
 
 
 def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> bool:
-    """Shared surface, or a file the dependent uses that is the revised one under another
-    extension (`deps/prod.in` compiles to `deps/prod.txt`)."""
-    if surface.shared:
+    """Shared surface, a word of what the revised procedure is about in the dependent, or a
+    file the dependent uses that is the revised one under another extension
+    (`deps/prod.in` compiles to `deps/prod.txt`).
+
+    The link is deliberately wider than the rules' surface: a component's new version can
+    break a dependent that reaches it only through the system the procedure runs ("run the
+    partner SFTP gateway" and a partner's client that logs in to it), and the cost of a
+    wide link is one question to the judge, never a quarantine by rule."""
+    if surface.shared or subject_words(revision.procedure) & dependent_words(dependent):
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
     theirs = [i for i in dependent.identifiers if i.kind == "path"]
     return any(_stem(a.norm) == _stem(b.norm) and "/" in a.norm for a in mine for b in theirs)
+
+
+def subject_words(procedure: Procedure) -> set[str]:
+    """The content words of what a procedure is about: its name without the leading verb,
+    and its entity names."""
+    words = norm_entity(procedure.name).split()[1:]
+    for label in (*procedure.entity_names, *procedure.aliases):
+        words += norm_entity(label).split()
+    generic = lx.GENERIC_VERBS | lx.STOPWORDS
+    return {w for w in words if len(w) > 2 and w not in generic}
+
+
+def dependent_words(dependent: Facts) -> set[str]:
+    """Every word of the dependent: its labels and its text (a URL or path gives each of
+    its words)."""
+    found = {w for label in _labels(dependent.procedure) for w in norm_entity(label).split()}
+    for clause in dependent.clauses:
+        for token in clause.tokens:
+            found |= set(norm_entity(token.text).split())
+    return found
+
+
+def _labels(procedure: Procedure) -> tuple[str, ...]:
+    return (procedure.name, *procedure.entity_names, *procedure.aliases)
 
 
 def _stem(path: str) -> str:
@@ -107,19 +166,21 @@ def relied_on_values(
 ) -> list[Finding]:
     """A setting's old value the dependent relies on: it sets or expects the same key at the
     old value, or names a distinctive old value (not negated) and not the new one."""
-    theirs = {(s.key, _first(s.value)) for s in values.settings(dependent.procedure)}
+    theirs = [(s.key, _first(s.value)) for s in values.settings(dependent.procedure)]
     findings = []
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
-        same_key = (change.key, before) in theirs and surface.shared
+        held = [v for k, v in theirs if k == change.key and values.same_value(v, before)]
+        same_key = surface.shared and bool(held)
         if same_key or _named_value(change, revision, dependent, surface):
+            relied = held[0] if same_key else before
             findings.append(
                 Finding(
                     dependent_id=dependent.procedure.id,
                     pattern="changed_value",
                     detail=(
                         f"the revision changes {change.key} from {before} to {after} "
-                        f"({change.where}); the dependent relies on {before}"
+                        f"({change.where}); the dependent relies on {relied}"
                     ),
                     evidence={"old": change.old_text, "new": change.new_text},
                 )

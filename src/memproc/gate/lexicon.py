@@ -40,10 +40,15 @@ GENERIC_VERBS = words(
 
 # English negation cues: negative particles and determiners, their contractions, and verbs
 # of leaving out ("skip", "omit", "avoid", "bypass").
-NEGATORS = words(
-    """not no never without skip skips skipping skipped don't doesn't didn't won't can't
-    cannot isn't aren't wasn't nor neither none avoid avoids avoiding omit omits omitting
-    bypass bypasses bypassing dont doesnt didnt wont cant isnt arent"""
+# Verbs that negate what follows them and are content of their own: a change to whether
+# one may bypass is a change about bypassing.
+NEGATING_VERBS = words(
+    """skip skips skipping skipped avoid avoids avoiding omit omits omitting bypass bypasses
+    bypassing"""
+)
+NEGATORS = NEGATING_VERBS | words(
+    """not no never without don't doesn't didn't won't can't cannot isn't aren't wasn't nor
+    neither none dont doesnt didnt wont cant isnt arent"""
 )
 
 # Words that end a negation's reach: "no cache, then serve" negates only the cache. English

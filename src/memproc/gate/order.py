@@ -19,6 +19,7 @@ import re
 
 from memproc.gate import identifiers, schedule, sequence
 from memproc.gate import lexicon as lx
+from memproc.gate.exposure import content_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
 from memproc.gate.text import equivalent, split_clauses, stem
@@ -126,6 +127,14 @@ _TAKES = re.compile(
 )
 
 
+# A duration a step states for itself: "(about 2.5 h)", "about 60 min", "~40 minutes".
+_ABOUT = re.compile(
+    r"(?:\babout|\baround|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
+    r"hours?|hrs?|h|m))\b",
+    re.I,
+)
+
+
 def _ready_at(procedure: Procedure) -> int | None:
     """When the procedure says it is done, as a time of day (the last one it gives)."""
     found = None
@@ -147,9 +156,16 @@ def _runs_at(dependent: Procedure) -> int | None:
 
 
 def _stated_minutes(procedure: Procedure) -> float:
+    return sum(_step_minutes(f"{step.action} {step.detail}") for step in procedure.steps)
+
+
+def _step_minutes(text: str) -> float:
+    """The durations a step states for itself: "takes 40 minutes", "(about 2.5 h)"."""
     total = 0.0
-    for step in procedure.steps:
-        for match in _TAKES.finditer(f"{step.action} {step.detail}"):
+    for match in _ABOUT.finditer(text):
+        total += schedule.duration(match.group(1)) or 0.0
+    for match in _TAKES.finditer(text):
+        if not _ABOUT.search(match.group(0)):
             total += schedule.duration(match.group(1) or match.group(2)) or 0.0
     return total
 
@@ -159,11 +175,19 @@ def _waits(dependent: Procedure) -> float | None:
     when = schedule.schedule(dependent.trigger)
     if when is not None and when.moment is not None and when.moment.frame == "offset":
         return when.moment.minutes
-    if dependent.steps:
-        match = _WAIT.search(f"{dependent.steps[0].action} {dependent.steps[0].detail}")
+    for step in dependent.steps:  # the first fixed wait, however it is written
+        text = f"{step.action} {step.detail}"
+        match = _WAIT.search(text)
         if match:
             return schedule.duration(match.group(1))
+        match = _SLEEP.search(text)
+        if match:
+            return float(match.group(1)) / 60.0
     return None
+
+
+# `sleep 600`: the shell's sleep counts seconds when no unit follows (POSIX).
+_SLEEP = re.compile(r"\bsleep\s+(\d+)(?![\w.])", re.I)
 
 
 def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
@@ -173,6 +197,10 @@ def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
     old_at, new_at, due = _ready_at(before), _ready_at(after), _runs_at(other)
     if old_at is not None and new_at is not None and due is not None and old_at <= due < new_at:
         return [_late(dependent, f"done by {_hhmm(new_at)} (was {_hhmm(old_at)})", _hhmm(due))]
+    if due is not None:
+        late = _output_later(before, after, dependent, due)
+        if late:
+            return [late]
     wait = _waits(other)
     old_total, new_total = _stated_minutes(before), _stated_minutes(after)
     if wait is not None and new_total > old_total and old_total <= wait < new_total:
@@ -192,3 +220,96 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
         detail=f"the revised procedure is now {what}; the dependent runs at {due}",
         evidence={"revision": what, "dependent": due},
     )
+
+
+# -- the timeline: when each step is done ----------------------------------------------------------
+
+_END_CLOCK = re.compile(
+    r"\b(?:by|until|finish\w*|ends?|ended|done|ready|complet\w*|lands?)\b\D{0,12}?"
+    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
+    re.I,
+)
+
+
+def timeline(procedure: Procedure) -> list[float | None]:
+    """When each step is done, in minutes after midnight of the day it starts (past 1440 on
+    the next day); None where the procedure states no time at all.
+
+    The procedure starts at the first time of day it states (its trigger, or a step "at
+    01:00"): a step written before that one runs in the same chain, so it runs from then. A
+    step that states its own time waits for it; one that states a duration takes it; one
+    that says when it is done ("by about 05:15") is done no earlier than that. The stated
+    times can be stale after a revision inserts a long step; the durations keep the
+    chain honest."""
+    texts = [f"{step.action} {step.detail}" for step in procedure.steps]
+    start = _start(procedure.trigger or "")
+    for text in texts:
+        start = start if start is not None else _start(text)
+    if start is None:
+        return [None] * len(texts)
+    now, done = float(start), list[float | None]()
+    for text in texts:
+        at = _start(text)
+        if at is not None:
+            now = max(now, at + (1440 if at + 720 < start else 0))
+        now += _step_minutes(text)
+        for match in _END_CLOCK.finditer(text):
+            end = schedule.clock(match.group(1))
+            if end is not None:
+                now = max(now, end + (1440 if end + 720 < start else 0))
+        done.append(now)
+    return done
+
+
+def _start(text: str) -> int | None:
+    """A time of day the text starts something at, not one it is done by."""
+    without_ends = _END_CLOCK.sub(" ", text)
+    return schedule.clock(without_ends)
+
+
+def _output_step(procedure: Procedure, dependent: Facts) -> int:
+    """The last step of `procedure` that shares an identifier or a content word with the
+    dependent: what the dependent reads was made by then. The last step if none does."""
+    theirs: set[str] = set()
+    for _, text in dependent.texts:
+        theirs |= content_tokens(text)
+    for index in range(len(procedure.steps) - 1, -1, -1):
+        step = procedure.steps[index]
+        if content_tokens(f"{step.action} {step.detail}") & theirs:
+            return index
+    return len(procedure.steps) - 1
+
+
+def _output_later(
+    before: Procedure, after: Procedure, dependent: Facts, due: int
+) -> Finding | None:
+    """What the dependent reads is now done after the time it runs, and was done before it."""
+    if not before.steps or not after.steps:
+        return None
+    old_times, new_times = timeline(before), timeline(after)
+    j = _output_step(after, dependent)
+    pairing = sequence.pair(before, after)
+    back = {b: a for a, b in pairing.pairs.items()}
+    i = back.get(j, _output_step(before, dependent))
+    old_done, new_done = old_times[i], new_times[j]
+    starts = [t for t in (_first_time(before),) if t is not None]
+    if old_done is None or new_done is None or not starts:
+        return None
+    deadline = due + (1440 if due < starts[0] else 0)
+    if old_done <= deadline < new_done:
+        step = after.steps[j].action
+        return _late(
+            dependent,
+            f"done with '{step}' at about {_hhmm(int(new_done) % 1440)} "
+            f"(was {_hhmm(int(old_done) % 1440)})",
+            _hhmm(due),
+        )
+    return None
+
+
+def _first_time(procedure: Procedure) -> int | None:
+    for text in [procedure.trigger or ""] + [f"{s.action} {s.detail}" for s in procedure.steps]:
+        at = _start(text)
+        if at is not None:
+            return at
+    return None

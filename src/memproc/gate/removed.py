@@ -107,7 +107,7 @@ def _removal_windows(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=4096)
 def _removal_patterns(text: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     name = re.escape(text)
-    before = rf"\b{_REMOVAL}\s+(?:the\s+|a\s+)?(?:[\w-]+\s+)?{name}(?![\w.-])"
+    before = rf"\b{_REMOVAL}\s+(?:the\s+|a\s+)?(?:[\w-]+\s+){{0,3}}{name}(?![\w.-])"
     after = (
         rf"(?<![\w.-]){name}\s+(?:[\w-]+\s+)?(?:(?:is|are|was|were|has been|have been)\s+)?"
         rf"(?:{_REMOVAL}\b|gone\b|no longer\b)"

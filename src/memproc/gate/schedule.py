@@ -29,7 +29,7 @@ _EVENT_WORDS = re.compile(
     re.I,
 )
 _OFFSET = re.compile(
-    r"(\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h))\s+after\b"
+    r"((?:\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\s*)+?)\s*after\b"
     r"(?:\s+['\"]?(?P<name>[^'\"]+?)['\"]?)?\s+(?:starts?|begins?|kicks? off)\b",
     re.I,
 )

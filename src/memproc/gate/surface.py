@@ -283,7 +283,7 @@ def index_keys(procedure: Procedure) -> set[str]:
     keys |= {f"entity:{s}" for n in _declared(procedure) for s in names.canonical(n)}
     keys |= {f"artifact:{artifact}" for artifact in facts.mentioned}
     keys |= {f"ident:{key}" for i in facts.identifiers for key in _ident_keys(i)}
-    keys |= {f"term:{word}" for word in _words(facts)}
+    keys |= {f"term:{word}" for word in _words(facts) | label_words(procedure)}
     keys |= {f"consumes:{c.id}" for c in procedure.consumes}
     keys |= {f"from:{norm_entity(c.source)}" for c in procedure.consumes if c.source}
     return keys
@@ -341,6 +341,15 @@ def _words(facts: Facts) -> set[str]:
             for word in norm_entity(token.text).split():
                 if word not in lx.STOPWORDS:
                     found.add(word)
+    return found
+
+
+def label_words(procedure: Procedure) -> set[str]:
+    """The words of a procedure's name and entity names: what it says it is about. A
+    dependent named "post web orders to the ERP" uses the ERP even when no step says so."""
+    found = set()
+    for label in (procedure.name, *procedure.entity_names, *procedure.aliases):
+        found |= {w for w in norm_entity(label).split() if w not in lx.STOPWORDS}
     return found
 
 

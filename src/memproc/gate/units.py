@@ -34,6 +34,19 @@ BYTES = {
     "ki": 1024.0, "mi": 1024.0**2, "gi": 1024.0**3, "ti": 1024.0**4,
     "k": 1024.0, "g": 1024.0**3, "t": 1024.0**4,
 }  # fmt: skip
+# SI metre and its customary multiples, and the inch and foot (international yard, 1959).
+METRES = {
+    "mm": 0.001, "millimetre": 0.001, "millimeter": 0.001,
+    "cm": 0.01, "centimetre": 0.01, "centimeter": 0.01,
+    "m": 1.0, "metre": 1.0, "meter": 1.0,
+    "km": 1000.0, "kilometre": 1000.0, "kilometer": 1000.0,
+    "in": 0.0254, "inch": 0.0254, "inches": 0.0254,
+    "ft": 0.3048, "foot": 0.3048, "feet": 0.3048,
+}  # fmt: skip
+# Words that say a quantity is a length (general vocabulary); "m" is then metres.
+LENGTH_WORDS = words("height high tall width wide length long depth deep distance clearance")
+# The JVM's memory options, `-Xmx3g` (the heap's maximum), `-Xms512m`, `-Xmn1g`.
+_JVM_MEMORY = re.compile(r"(?<![\w-])-Xm[xsn](\d+)([kKmMgGtT])\b")
 # The JVM and Spark spell memory with one letter; "m" is then MiB, not minutes.
 _MEMORY_M = 1024.0**2
 # Words that say a setting is about memory or storage size (general vocabulary).
@@ -81,11 +94,16 @@ def _float(text: str, thousands: str | None) -> float:
     return value * (_MULTIPLIERS[thousands.lower()] if thousands else 1.0)
 
 
-def unit(word: str, *, memory: bool = False) -> tuple[str, float] | None:
-    """(dimension, factor) of a unit word, plural or not."""
+def unit(word: str, *, memory: bool = False, length: bool = False) -> tuple[str, float] | None:
+    """(dimension, factor) of a unit word, plural or not; `length`: the text is about a
+    length, so "m" is metres."""
     word = word.lower()
     if memory and word == "m":
         return "size", _MEMORY_M
+    if length:
+        for candidate in (word, word[:-1] if word.endswith("s") and len(word) > 2 else word):
+            if candidate in METRES:
+                return "length", METRES[candidate]
     for candidate in (word, word[:-1] if word.endswith("s") and len(word) > 2 else word):
         if candidate in SECONDS:
             return "time", SECONDS[candidate]
@@ -94,13 +112,16 @@ def unit(word: str, *, memory: bool = False) -> tuple[str, float] | None:
     return None
 
 
-def scan(text: str, *, memory: bool = False) -> list[Quantity]:
-    """Every quantity in `text`; a range gives both ends."""
+def scan(text: str, *, memory: bool = False, length: bool = False) -> list[Quantity]:
+    """Every quantity in `text`; a range gives both ends. `length`: read "m" as metres."""
     found: list[Quantity] = []
+    for match in _JVM_MEMORY.finditer(text):
+        factor = BYTES[match.group(2).lower()] if match.group(2).lower() != "m" else _MEMORY_M
+        found.append(Quantity("size", float(match.group(1)) * factor, match.group(0)))
     for match in _QUANTITY.finditer(text):
         if _inside_word(text, match.start()):
             continue
-        read = _read(match, memory)
+        read = _read(match, memory, length)
         if re.search(r"\b(?:every|each)\s*$", text[: match.start()], re.I):
             read = [Quantity("period", q.value, q.text) for q in read]  # a schedule
         found += read
@@ -118,7 +139,7 @@ def _inside_word(text: str, start: int) -> bool:
     return start > 0 and (text[start - 1].isalpha() or text[start - 1] in "_.$-:/")
 
 
-def _read(match: re.Match[str], memory: bool) -> list[Quantity]:
+def _read(match: re.Match[str], memory: bool, length: bool = False) -> list[Quantity]:
     first, first_k, second, second_k, word, per = match.groups()
     numbers = [_float(first, first_k)] + ([_float(second, second_k)] if second else [])
     text = match.group(0).strip()
@@ -128,7 +149,7 @@ def _read(match: re.Match[str], memory: bool) -> list[Quantity]:
         per_unit = unit(per)
         seconds = per_unit[1] if per_unit else 1.0
         return [Quantity("rate", n / seconds, text) for n in numbers]
-    measured = unit(word, memory=memory) if word else None
+    measured = unit(word, memory=memory, length=length) if word else None
     if measured is not None:
         return [Quantity(measured[0], n * measured[1], text) for n in numbers]
     return [Quantity("count", n, text) for n in numbers]

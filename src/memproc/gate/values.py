@@ -26,6 +26,16 @@ _FLAG = re.compile(r"(?<![\w-])(?P<key>--?[A-Za-z][\w-]*)(?:=|\s+)(?P<value>[^\s
 _IMAGE = re.compile(
     r"(?<![\w./:-])(?P<key>[a-z0-9][\w./-]*[a-z0-9]):(?P<value>[\w][\w.-]*)(?![\w/:])"
 )
+# `pkg@1.2.3`: how npm, pip (`pkg @ 1.2`), Arduino cores and many pin files name a version.
+# An address (`deploy@10.0.0.5`) is no version.
+_AT_VERSION = re.compile(
+    r"(?<![\w./:@-])(?P<key>[A-Za-z][\w./:-]*[\w])\s?@\s?(?P<value>v?\d+(?:\.\d+){0,2}[\w.+-]*)"
+    r"(?![\w@])"
+)
+_ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
+# Several `key = value` settings on one line ("host = db1 port = 1433 encryption = off"):
+# each value is one word, up to the next key.
+_PAIRS = re.compile(r"(?<![\w.\-/$])(?P<key>[A-Za-z_][\w.\-]*)\s*=\s*(?P<value>[^\s=]+)(?=\s|$)")
 _NAME_NUMBER = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])"
 )
@@ -100,7 +110,14 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
     for match in _FLAG.finditer(segment):
         key = match["key"]
         found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
-    pair = _KEY_VALUE.search(segment)
+    pairs = list(_PAIRS.finditer(segment))
+    if len(pairs) >= 2 and not segment.lstrip().startswith("-"):
+        for match in pairs:
+            key = match["key"]
+            found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
+        pair = None
+    else:
+        pair = _KEY_VALUE.search(segment)
     if pair and not segment.lstrip().startswith("-"):
         # "key: value" may have a key of words ("delete after: 30d"); "key=value" has one name
         key = _last_words(pair["key"]) if pair["op"] == ":" else pair["key"].split()[-1]
@@ -109,6 +126,10 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
             found.append(Setting(normalize_key(key), value, where, segment, key))
     for match in _IMAGE.finditer(segment):
         if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
+            name = match["key"]
+            found.append(Setting(normalize_key(name), match["value"], where, segment, name))
+    for match in _AT_VERSION.finditer(segment):
+        if not _ADDRESS.match(match["value"]):
             name = match["key"]
             found.append(Setting(normalize_key(name), match["value"], where, segment, name))
     for match in _NAME_NUMBER.finditer(segment):
@@ -162,6 +183,25 @@ def _by_key(found: list[Setting]) -> dict[str, list[Setting]]:
     for setting in found:
         grouped.setdefault(setting.key, []).append(setting)
     return grouped
+
+
+# How configuration formats spell a boolean (YAML 1.1, INI, SQL Server's Yes/No, systemd).
+_TRUE = lx.words("true yes on enabled enable 1 required require")
+_FALSE = lx.words("false no off disabled disable 0 none")
+
+
+def truth(value: str) -> bool | None:
+    """A value read as a boolean, however the format spells it; None if it is not one."""
+    word = value.strip().strip("'\"`").lower()
+    return True if word in _TRUE else False if word in _FALSE else None
+
+
+def same_value(a: str, b: str) -> bool:
+    """Equal values, booleans compared by meaning ("No" and "off")."""
+    if a.strip().lower() == b.strip().lower():
+        return True
+    ta, tb = truth(a), truth(b)
+    return ta is not None and ta == tb
 
 
 def distinctive(value: str) -> bool:

@@ -20,6 +20,7 @@ from memproc.ops.checkpoints import checkpoint_view
 from memproc.ops.context import OpContext
 from memproc.ops.evidence.state import Judge
 from memproc.ops.procedures.views import version_view
+from memproc.ops.validation import normalize_time
 from memproc.store import checkpoints as checkpoint_sql
 from memproc.store import evidence as evidence_sql
 from memproc.store import procedures as procedure_sql
@@ -36,6 +37,7 @@ from memproc.wire.context_messages import (
     ContextProcedure,
     ContextSection,
 )
+from memproc.wire.vocabulary import Status
 
 # How many candidates each section reads at most (the newest, or the weightiest).
 WINDOW = 50
@@ -51,6 +53,7 @@ class Reading:
     scope: str
     task: str | None
     now: str
+    as_of: str | None = None  # the moment memories are read as of; None: now, by status
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,9 @@ SectionBuilder = Callable[[Reading], Candidates]
 
 def get(ctx: OpContext, params: ContextGetParams) -> ContextGetResult:
     scope = ctx.runtime.scopes.resolve(params.scope)
+    as_of = normalize_time(params.as_of, "$.params.as_of")
     with ctx.runtime.store().reading(ctx.token) as conn:
-        reading = Reading(conn, scope, params.task, format_ms(now_ms()))
+        reading = Reading(conn, scope, params.task, format_ms(now_ms()), as_of)
         candidates = [(name, build(reading)) for name, build in SECTIONS]
     sections, used = pack(candidates, params.budget_chars)
     return ContextGetResult(
@@ -120,11 +124,21 @@ def checkpoints(reading: Reading) -> Candidates:
 
 
 def memories_of(kind: str, order: Order) -> SectionBuilder:
-    """Live memories (active and challenged, each with its status) of one kind."""
+    """Live memories (active and challenged, each with its status) of one kind whose window
+    holds now; with `as_of`, those that held true then, each with its state then."""
 
     def build(reading: Reading) -> Candidates:
-        records = context_sql.live_of_kind(reading.conn, reading.scope, kind, order, WINDOW)
-        total = context_sql.count_live_of_kind(reading.conn, reading.scope, kind)
+        if reading.as_of is not None:
+            held, total = context_sql.held_of_kind_at(
+                reading.conn, reading.scope, kind, order, WINDOW, reading.as_of
+            )
+            return Candidates(
+                items=[_memory_item(r, state) for r, state in held],
+                beyond_window=total - len(held),
+            )
+        at = reading.now
+        records = context_sql.live_of_kind(reading.conn, reading.scope, kind, order, WINDOW, at)
+        total = context_sql.count_live_of_kind(reading.conn, reading.scope, kind, at)
         return Candidates(
             items=[_memory_item(r) for r in records], beyond_window=total - len(records)
         )
@@ -206,12 +220,12 @@ def _procedure_item(record: procedure_sql.VersionRecord) -> ContextProcedure:
     )
 
 
-def _memory_item(record: MemoryRecord) -> ContextMemory:
+def _memory_item(record: MemoryRecord, state: Status | None = None) -> ContextMemory:
     return ContextMemory(
         id=record.id,
         kind=record.kind,
         content=record.content,
-        status=record.status,
+        status=state or record.status,
         tags=record.tags,
         importance=record.importance,
         created_at=record.created_at,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from memproc.clock import now_rfc3339
 from memproc.errors import NotReady
 from memproc.ops.context import OpContext
 from memproc.ops.memories.views import hit_view
@@ -36,7 +37,10 @@ from memproc.wire.messages import (
 
 def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     scopes = ctx.runtime.scopes.resolve_many(params.scope, params.scopes)
+    as_of = _as_of(params)
     index, degraded = _dense_channel(ctx, params.mode)
+    if as_of is not None and index is not None and degraded is None:
+        degraded = HISTORY_NOT_DENSE
     mode = "lexical" if params.mode == "hybrid" and index is None else params.mode
     reranker = _reranker(ctx) if params.rerank else None
     query_text = None if index is None else index.embedder.manifest.query_prefix + params.query
@@ -45,7 +49,7 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
     store = ctx.runtime.store()
     with store.reading(ctx.token) as conn:
         embedder_row = None if index is None else index.find_row(conn)
-        plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector)
+        plan = _plan(ctx, params, scopes, mode, embedder_row, query_vector, as_of)
         gathered = pipeline.gather(conn, plan)
         # In the same snapshot as the candidates: challenges and refs no longer active.
         annotations = annotate(conn, [c.record for c in gathered.candidates.values()])
@@ -71,6 +75,24 @@ def search(ctx: OpContext, params: SearchParams) -> SearchResult:
         degraded=degraded,
         explanation=explanation,
     )
+
+
+# Said in `degraded` when `as_of` (or `include_superseded`) meets the dense channel: vectors
+# leave a memory with its status change, so one superseded or invalidated since is found by
+# its words only.
+HISTORY_NOT_DENSE = (
+    "memories superseded or invalidated since as_of have no vectors: "
+    "the lexical channel only finds them"
+)
+
+
+def _as_of(params: SearchParams) -> str | None:
+    """The moment asked about, stored form; None (now, by status: the fast path) unless
+    `as_of` is given or history is asked for (which answers as of now)."""
+    as_of = normalize_time(params.as_of, "$.params.as_of")
+    if as_of is None and params.include_superseded:
+        return now_rfc3339()
+    return as_of
 
 
 def _dense_channel(ctx: OpContext, mode: str) -> tuple[VectorIndex | None, str | None]:
@@ -101,6 +123,7 @@ def _plan(
     mode: str,
     embedder_row: vector_sql.EmbedderRow | None,
     query_vector: Any,
+    as_of: str | None,
 ) -> SearchPlan:
     config = ctx.runtime.config
     now_text = normalize_time(params.now, "$.params.now")
@@ -134,6 +157,9 @@ def _plan(
         now=now,
         timeframe=frame,
         fusion=config.fusion,
+        as_of=as_of,
+        history=params.include_superseded,
+        valid_at=now_rfc3339() if as_of is None else None,
     )
 
 
@@ -145,7 +171,11 @@ def _hit(candidate: Candidate, annotation: Annotation) -> Any:
         rerank=candidate.rerank_rank,
     )
     return hit_view(
-        candidate.record, score=candidate.final_score, ranks=ranks, annotation=annotation
+        candidate.record,
+        score=candidate.final_score,
+        ranks=ranks,
+        annotation=annotation,
+        status=candidate.state,
     )
 
 
@@ -191,6 +221,8 @@ def _explain(
                 "access": plan.weights.access,
             },
             "now": plan.now.isoformat(),
+            "as_of": plan.as_of,
+            "include_superseded": plan.history,
         },
         counts=counts,
         candidates=[_candidate_view(c, threads.get(c.record.seq)) for c in everyone],

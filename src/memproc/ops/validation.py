@@ -49,6 +49,13 @@ def normalize_time(value: str | None, path: str) -> str | None:
     return format_ms(epoch_ms)
 
 
+def check_window(valid_from: str | None, valid_until: str | None, path: str) -> None:
+    """A window must not be empty: it ends after it starts (both in the stored form, whose
+    text order is time order). `path` is the object holding the two fields."""
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise InvalidParams("valid_until must be after valid_from", path=f"{path}.valid_until")
+
+
 def walk_json(value: Any) -> Iterator[Any]:
     """Every value nested in a JSON value, without recursion."""
     stack = [value]

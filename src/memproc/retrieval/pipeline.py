@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import apsw
 
+from memproc.lifecycle import State
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
 from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.timeframe import TimeFrame
-from memproc.store import MemoryRecord
+from memproc.store import MemoryRecord, validity
 from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from memproc.store.records import SEARCHABLE_STATUSES
@@ -54,6 +55,12 @@ class SearchPlan:
     timeframe: TimeFrame | None = None
     fusion: str = "rrf"
     depth: int = 0  # how deep each channel's list enters fusion for the head; 0: all of it
+    # The moment whose truth is asked for (stored form), and whether what was superseded by
+    # then is wanted too. None: now, by status (the fast path), with `valid_at` (now, stored
+    # form) checked against each candidate's window.
+    as_of: str | None = None
+    history: bool = False
+    valid_at: str | None = None
 
 
 @dataclass
@@ -73,6 +80,7 @@ class Candidate:
     final_score: float = 0.0
     outcome: Outcome = "outside_limit"
     reason: str | None = None
+    state: State | None = None  # its state at the plan's `as_of`; None: none then, or no as_of
 
 
 # -- gathering (inside a read transaction) ---------------------------------------------------
@@ -90,6 +98,10 @@ def gather(conn: apsw.Connection, plan: SearchPlan) -> Gathered:
         _gather_lexical(conn, plan, gathered.candidates)
     if plan.query_vector is not None and plan.embedder is not None:
         gathered.dense_source = _gather_dense(conn, plan, gathered.candidates)
+    if plan.as_of is not None:
+        held = validity.states_at(conn, list(gathered.candidates), plan.as_of, history=plan.history)
+        for seq, state in held.items():
+            gathered.candidates[seq].state = state
     if plan.weights.access > 0 and gathered.candidates:
         for seq, uses in vector_sql.access_counts(conn, list(gathered.candidates)).items():
             gathered.candidates[seq].uses = uses
@@ -98,9 +110,21 @@ def gather(conn: apsw.Connection, plan: SearchPlan) -> Gathered:
 
 def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
     assert plan.lexical_match is not None
-    rows = memory_sql.search_lexical(
-        conn, plan.lexical_match, scopes=plan.scopes, kinds=plan.kinds, limit=plan.pool
-    )
+    if plan.as_of is None:
+        rows = memory_sql.search_lexical(
+            conn, plan.lexical_match, scopes=plan.scopes, kinds=plan.kinds, limit=plan.pool
+        )
+    else:
+        rows = validity.search_lexical_at(
+            conn,
+            plan.lexical_match,
+            scopes=plan.scopes,
+            kinds=plan.kinds,
+            limit=plan.pool,
+            weights=memory_sql.BM25_WEIGHTS,
+            as_of=plan.as_of,
+            history=plan.history,
+        )
     for rank, row in enumerate(rows, start=1):
         candidate = out.setdefault(row.record.seq, Candidate(record=row.record))
         candidate.lexical_rank, candidate.lexical_score = rank, -float(row.bm25)
@@ -116,6 +140,9 @@ def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candid
     # that may not be served (stray vectors: drift) never takes one of the pool's slots; it
     # is kept, unranked, only so that `explain` can show it was filtered.
     stray = {seq for seq, r in records.items() if r.status not in SEARCHABLE_STATUSES}
+    if plan.as_of is not None:  # what did not hold true then takes no slot either
+        held = validity.states_at(conn, list(records), plan.as_of, history=plan.history)
+        stray = set(records) - set(held)
     # A seq neither in `out` nor in `records` was deleted between the KNN and the fetch.
     ranked = [
         (seq, similarity)
@@ -254,15 +281,32 @@ def _time_ranking(
 
 def _servable(candidate: Candidate, plan: SearchPlan) -> bool:
     record = candidate.record
-    if record.status not in SEARCHABLE_STATUSES:
+    if plan.as_of is not None:
+        if candidate.state is None:
+            candidate.outcome, candidate.reason = "filtered", "did not hold true at as_of"
+            return False
+    elif record.status not in SEARCHABLE_STATUSES:
         candidate.outcome, candidate.reason = "filtered", f"status {record.status}"
-    elif record.scope not in plan.scopes:
+        return False
+    elif not _window_holds(record, plan.valid_at):
+        candidate.outcome, candidate.reason = "filtered", "outside its validity window"
+        return False
+    if record.scope not in plan.scopes:
         candidate.outcome, candidate.reason = "filtered", "outside the requested scopes"
     elif plan.kinds is not None and record.kind not in plan.kinds:
         candidate.outcome, candidate.reason = "filtered", f"kind {record.kind} not requested"
     else:
         return True
     return False
+
+
+def _window_holds(record: MemoryRecord, moment: str | None) -> bool:
+    """Whether a memory's window contains `moment` (stored form, so text order is time
+    order); a window given at remember may start later or end earlier than now."""
+    if moment is None:
+        return True
+    started = record.valid_from is None or record.valid_from <= moment
+    return started and (record.valid_until is None or moment < record.valid_until)
 
 
 def _order_by(candidates: Sequence[Candidate], attribute: str, depth: int) -> list[int]:

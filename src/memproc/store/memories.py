@@ -32,7 +32,7 @@ _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
 # keeps the standard 1 (SciFact lexical nDCG@10 0.682 against 0.657 with 10).
 # Context (text around a memory, see migration 3) counts for less than the memory itself, and
 # so does the text of its thread neighbours (see store/threads.py), as context of the same kind.
-_BM25_WEIGHTS = "1.0, 0.5, 0.5, 0.5, 0.5"
+BM25_WEIGHTS = "1.0, 0.5, 0.5, 0.5, 0.5"
 # The FTS5 columns that hold a memory's own text, and those that hold its neighbours'.
 _OWN_COLUMNS = "{content tags context}"
 _NEIGHBOUR_COLUMNS = "{neighbour_before neighbour_after}"
@@ -72,8 +72,9 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
     now = now_rfc3339()
     conn.execute(
         "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, client_token, created_at, updated_at, occurred_at, context, thread) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
+        "importance, status, client_token, created_at, updated_at, occurred_at, context, "
+        "valid_from, valid_until, thread) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             memory_id,
             new.scope,
@@ -89,6 +90,8 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
             now,
             new.occurred_at,
             new.context,
+            new.valid_from,
+            new.valid_until,
             new.thread,
         ),
     )
@@ -160,8 +163,25 @@ def replace_content(conn: apsw.Connection, seq: int, content: str, revision: int
     )
 
 
-def set_successor(conn: apsw.Connection, seq: int, successor_id: str) -> None:
-    conn.execute("UPDATE memories SET superseded_by = ? WHERE seq = ?", (successor_id, seq))
+def set_successor(conn: apsw.Connection, seq: int, successor_id: str, moment: str) -> None:
+    """Name the successor and close the window at the moment of succession (a window that
+    already ended earlier keeps its end)."""
+    conn.execute(
+        "UPDATE memories SET superseded_by = :successor, valid_until = CASE "
+        "WHEN valid_until IS NULL OR valid_until > :moment THEN :moment ELSE valid_until END "
+        "WHERE seq = :seq",
+        {"successor": successor_id, "moment": moment, "seq": seq},
+    )
+
+
+def set_window(
+    conn: apsw.Connection, seq: int, valid_from: str | None, valid_until: str | None
+) -> None:
+    """Set a memory's window (an edit's: the caller has checked it is not inverted)."""
+    conn.execute(
+        "UPDATE memories SET valid_from = ?, valid_until = ?, updated_at = ? WHERE seq = ?",
+        (valid_from, valid_until, now_rfc3339(), seq),
+    )
 
 
 class _IdStatus(msgspec.Struct, frozen=True, array_like=True):
@@ -230,7 +250,7 @@ def search_lexical(
     if _rank_first(conn, filters):
         depth = max(limit * LEXICAL_DEPTH_FACTOR, LEXICAL_MIN_DEPTH)
         ranked = conn.execute(
-            f"SELECT rowid, bm25(memories_fts, {_BM25_WEIGHTS}) AS score FROM memories_fts "
+            f"SELECT rowid, bm25(memories_fts, {BM25_WEIGHTS}) AS score FROM memories_fts "
             "WHERE memories_fts MATCH :match ORDER BY score, rowid LIMIT :depth",
             {"match": match, "depth": depth},
         ).fetchall()
@@ -266,7 +286,7 @@ def _search_filtered(conn: apsw.Connection, match: str, filters: dict[str, Any])
     per listed scope and status), and whole rows only for the `limit` returned."""
     rows = conn.execute(
         f"SELECT {_M_COLUMNS}, f.score FROM (SELECT m.seq AS seq, "
-        f"bm25(memories_fts, {_BM25_WEIGHTS}) AS score FROM memories_fts "
+        f"bm25(memories_fts, {BM25_WEIGHTS}) AS score FROM memories_fts "
         "CROSS JOIN memories AS m INDEXED BY memories_search_filters "
         "ON m.seq = memories_fts.rowid WHERE memories_fts MATCH :match "
         "AND +m.scope IN (SELECT value FROM json_each(:scopes)) "

@@ -362,6 +362,20 @@ _SEARCH_FILTERS = """
 CREATE INDEX memories_search_filters ON memories (seq, scope, status, kind);
 """
 
+_VALIDITY_WINDOWS = """
+-- When a memory holds true: from `valid_from` (NULL: from when it was recorded, created_at)
+-- until `valid_until` (NULL: open; a supersede closes it at the moment of succession).
+-- Searches with `as_of` read both; the others filter by status as before, and check only
+-- that a window given explicitly holds now. A memory superseded before this migration held
+-- until its supersede was recorded.
+ALTER TABLE memories ADD COLUMN valid_from TEXT;
+ALTER TABLE memories ADD COLUMN valid_until TEXT;
+UPDATE memories SET valid_until = (
+    SELECT max(e.at) FROM memory_events AS e
+    WHERE e.memory_seq = memories.seq AND e.action = 'supersede'
+) WHERE superseded_by IS NOT NULL;
+"""
+
 _THREADS = """
 -- Conversation-aware indexing (see store/threads.py). `thread` is the memory's thread key (an
 -- explicit `thread`, else `source.session`); memories of one scope and thread are ordered by
@@ -433,6 +447,7 @@ MIGRATIONS: tuple[str, ...] = (
     # JSON body and need no column; the candidate index files them as `consumes:` keys.
     _CONTRACTS,
     _SEARCH_FILTERS,
+    _VALIDITY_WINDOWS,
     _THREADS,
 )
 LATEST_VERSION = len(MIGRATIONS)

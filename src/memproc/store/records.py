@@ -34,6 +34,8 @@ class MemoryRecord(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     occurred_at: str | None = None
     revision: int = 1
     superseded_by: str | None = None
+    valid_from: str | None = None  # NULL: from when it was recorded (created_at)
+    valid_until: str | None = None  # NULL: open
     thread: str | None = None  # its thread key: neighbours share it (see store/threads.py)
 
 
@@ -53,6 +55,8 @@ class NewMemory(msgspec.Struct, frozen=True, kw_only=True):
     context: str | None = None
     thread: str | None = None  # the thread key: an explicit thread, else source.session
     refs: list[str] = msgspec.field(default_factory=list)  # `memory:<id>` it cites
+    valid_from: str | None = None  # None: from when it is recorded
+    valid_until: str | None = None  # None: open
 
 
 class SearchRow(msgspec.Struct, frozen=True):

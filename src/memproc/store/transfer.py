@@ -44,6 +44,9 @@ class Family:
     parent: str | None = None
     link: str | None = None
     by_memory: bool = False
+    # Columns added after format 1 was first written: a file from before them lacks them, and
+    # they import as NULL (for a memory's window: from when it was recorded, open).
+    optional: tuple[str, ...] = ()
 
 
 def _memory_log(name: str, table: str, columns: tuple[str, ...]) -> Family:
@@ -60,10 +63,11 @@ FAMILIES: tuple[Family, ...] = (
         _names(
             "id scope kind content content_sha256 tags metadata source importance status "
             "status_reason client_token created_at updated_at occurred_at context revision "
-            "superseded_by"
+            "superseded_by valid_from valid_until"
         ),
         key=("id",),
         order="t.seq",
+        optional=("valid_from", "valid_until"),
     ),
     _memory_log(
         "memory_revision",
@@ -251,7 +255,7 @@ def _insert(conn: apsw.Connection, family: Family, record: dict[str, Any]) -> bo
     if family.key is not None:
         conflict = f" ON CONFLICT ({', '.join(map(quote_identifier, family.key))}) DO NOTHING"
     names = ", ".join(map(quote_identifier, columns))
-    bindings = {c: record[c] for c in family.columns}
+    bindings = {c: record.get(c) if c in family.optional else record[c] for c in family.columns}
     if family.by_memory:
         bindings["memory"] = record["memory"]
     conn.execute(

@@ -19,7 +19,7 @@ from memproc.wire.evidence_messages import (
     Outcome,
     Provenance,
 )
-from memproc.wire.messages import Params, Result, Scope
+from memproc.wire.messages import AsOf, Params, Result, Scope
 from memproc.wire.procedure_messages import OutputItem, Precondition, ProcedureStep
 from memproc.wire.vocabulary import Kind, Status
 
@@ -100,6 +100,7 @@ class ContextGetParams(Params, kw_only=True):
             description="Characters the items may take, counted as compact JSON.",
         ),
     ] = 16_000
+    as_of: AsOf | None = None
 
 
 class ContextGetResult(Result, kw_only=True):

@@ -50,6 +50,21 @@ MemoryRef = Annotated[
     ),
 ]
 Refs = Annotated[list[MemoryRef], Meta(max_length=64)]
+ValidFrom = Annotated[
+    Timestamp,
+    Meta(description="When the memory starts to hold true (RFC 3339); default: when recorded."),
+]
+ValidUntil = Annotated[
+    Timestamp,
+    Meta(description="When the memory stops holding true (RFC 3339), after valid_from."),
+]
+AsOf = Annotated[
+    Timestamp,
+    Meta(
+        description="Answer with what held true at this moment (RFC 3339); default: now. "
+        "See the README's validity in time."
+    ),
+]
 
 
 class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -200,6 +215,8 @@ class Memory(msgspec.Struct, kw_only=True):
     challenge: Challenge | None = None
     refs: list[str] = []
     rests_on_inactive: list[InactiveRef] = []
+    valid_from: str | None = None
+    valid_until: str | None = None  # None: open
 
 
 class RememberItem(Params, kw_only=True):
@@ -223,6 +240,8 @@ class RememberItem(Params, kw_only=True):
         | None
     ) = None
     refs: Refs = []
+    valid_from: ValidFrom | None = None
+    valid_until: ValidUntil | None = None
     thread: (
         Annotated[
             str,
@@ -306,6 +325,8 @@ class EditParams(Params, kw_only=True):
     reason: Reason
     refs: Refs | None = None  # None keeps the current refs; a list replaces them
     source: Source | None = None
+    valid_from: ValidFrom | None = None  # None keeps the current start
+    valid_until: ValidUntil | None = None  # None keeps the current end
 
 
 class EditResult(Result, kw_only=True):
@@ -370,6 +391,16 @@ class SupersedeParams(Params, kw_only=True):
     reason: Reason | None = None
     refs: Refs = []  # the new successor's refs (with `content` only)
     source: Source | None = None
+    valid_from: (
+        Annotated[
+            Timestamp,
+            Meta(
+                description="The moment of succession (RFC 3339, not in the future; default: "
+                "now): the old memory's window closes and a new successor's opens then."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class InvalidateParams(Params, kw_only=True):
@@ -414,6 +445,8 @@ class SearchParams(Params, kw_only=True):
     explain: bool = False
     reinforce: bool = False
     now: Timestamp | None = None
+    as_of: AsOf | None = None
+    include_superseded: bool = False
 
 
 class StageRanks(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -438,6 +471,9 @@ class SearchHit(msgspec.Struct, kw_only=True):
     ranks: StageRanks = msgspec.field(default_factory=StageRanks)
     challenge: Challenge | None = None
     rests_on_inactive: list[InactiveRef] = []
+    valid_from: str | None = None
+    valid_until: str | None = None  # None: open
+    successor: str | None = None  # when superseded (as of the search's moment)
 
 
 class ChannelQueries(msgspec.Struct, kw_only=True):

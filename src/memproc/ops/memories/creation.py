@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memproc.clock import now_rfc3339
 from memproc.ops.context import OpContext
 from memproc.ops.memories import citing, embedding, threads
 from memproc.ops.memories.views import source_dict
-from memproc.ops.validation import check_content, check_metadata, normalize_time
+from memproc.ops.validation import check_content, check_metadata, check_window, normalize_time
 from memproc.retrieval.indexing import VectorIndex
 from memproc.store import NewMemory, citations
 from memproc.store import memories as memory_sql
@@ -28,6 +29,11 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
     check_metadata(item.metadata, config.max_metadata_bytes, f"{path}.metadata")
     if item.context is not None:
         check_content(item.context, config.max_content_chars, f"{path}.context")
+    valid_from = normalize_time(item.valid_from, f"{path}.valid_from")
+    valid_until = normalize_time(item.valid_until, f"{path}.valid_until")
+    # Without valid_from the window opens when the memory is recorded: an end before now
+    # needs its start.
+    check_window(valid_from or now_rfc3339(), valid_until, path)
     return NewMemory(
         scope=scope,
         kind=item.kind,
@@ -41,6 +47,8 @@ def new_memory(ctx: OpContext, scope: str, item: RememberItem, path: str) -> New
         context=item.context,
         thread=threads.thread_key(item),
         refs=list(dict.fromkeys(item.refs)),
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 

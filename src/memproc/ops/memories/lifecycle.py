@@ -27,7 +27,7 @@ from memproc.lifecycle import (
 from memproc.ops.context import OpContext
 from memproc.ops.memories import citing, creation, embedding, threads
 from memproc.ops.memories.views import source_dict
-from memproc.ops.validation import check_content
+from memproc.ops.validation import check_content, normalize_time
 from memproc.store import MemoryRecord, NewMemory, erasure, events
 from memproc.store import memories as memory_sql
 from memproc.store import threads as thread_sql
@@ -195,10 +195,11 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
         check_content(params.content, ctx.runtime.config.max_content_chars)
     if params.refs and params.content is None:
         raise InvalidParams("refs are for a new successor (with content)", path="$.params.refs")
+    moment = _succession_moment(params.valid_from)
     store = ctx.runtime.store()
     with store.reading(ctx.token) as conn:
         template = find(conn, scope, params.id)
-    new = None if params.content is None else _successor(scope, template, params)
+    new = None if params.content is None else _successor(scope, template, params, moment)
     window = threads.window(ctx)
     windowed = new is not None and new.thread is not None and not window.empty
     index = None if new is None else embedding.ready_index(ctx)
@@ -212,12 +213,19 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
     with store.writing(ctx.token) as conn:
         record = find(conn, scope, params.id)
         next_state("supersede", record.status)  # refuse before creating a successor
+        start = record.valid_from or record.created_at
+        # At the default moment, a memory recorded in the same millisecond ends as it starts.
+        if moment < start or (params.valid_from is not None and moment == start):
+            raise InvalidParams(
+                "the moment of succession must come after the memory's valid_from",
+                path="$.params.valid_from",
+            )
         if new is None:
             assert params.by is not None
             successor = _existing_successor(conn, scope, params.by)
         else:
             successor, created = _new_successor(conn, record, new, index, vectors)
-        memory_sql.set_successor(conn, record.seq, successor)
+        memory_sql.set_successor(conn, record.seq, successor, moment)
         moved = _move(
             conn,
             record,
@@ -242,7 +250,22 @@ def supersede(ctx: OpContext, params: SupersedeParams) -> TransitionResult:
     )
 
 
-def _successor(scope: str, template: MemoryRecord, params: SupersedeParams) -> NewMemory:
+def _succession_moment(valid_from: str | None) -> str:
+    """When the old memory stopped holding true and a new successor started to: the given
+    moment, or now. Not in the future: searches without `as_of` stop serving the old memory
+    at once (its status says superseded), so a later moment would leave a gap until then."""
+    now = now_rfc3339()
+    moment = normalize_time(valid_from, "$.params.valid_from") or now
+    if moment > now:
+        raise InvalidParams(
+            "the moment of succession cannot be in the future", path="$.params.valid_from"
+        )
+    return moment
+
+
+def _successor(
+    scope: str, template: MemoryRecord, params: SupersedeParams, moment: str
+) -> NewMemory:
     """A turn of a thread is replaced in its place: the successor takes its thread and event
     time (the successor then follows it in write order); otherwise neither."""
     assert params.content is not None
@@ -258,6 +281,7 @@ def _successor(scope: str, template: MemoryRecord, params: SupersedeParams) -> N
         occurred_at=template.occurred_at if template.thread is not None else None,
         thread=template.thread,
         refs=list(dict.fromkeys(params.refs)),
+        valid_from=moment,
     )
 
 

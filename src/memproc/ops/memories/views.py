@@ -20,6 +20,7 @@ from memproc.wire.messages import (
     StageRanks,
     StateChange,
 )
+from memproc.wire.vocabulary import Status
 
 _NO_ANNOTATION = Annotation()
 
@@ -50,6 +51,8 @@ def memory_view(record: MemoryRecord, annotation: Annotation | None = None) -> M
         challenge=_challenge(record, annotation),
         refs=list(annotation.refs),
         rests_on_inactive=_inactive(annotation),
+        valid_from=record.valid_from or record.created_at,
+        valid_until=record.valid_until,
     )
 
 
@@ -59,21 +62,28 @@ def hit_view(
     score: float,
     ranks: StageRanks,
     annotation: Annotation | None = None,
+    status: Status | None = None,
 ) -> SearchHit:
+    """`status`: the memory's state at the search's `as_of` when it was given (a memory
+    superseded since was then still active), else its status now."""
     annotation = annotation or _NO_ANNOTATION
+    status = status or record.status
     return SearchHit(
         id=record.id,
         scope=record.scope,
         kind=record.kind,
         content=record.content,
         score=score,
-        status=record.status,
+        status=status,
         created_at=record.created_at,
         tags=record.tags,
         source=Source(**record.source),
         ranks=ranks,
-        challenge=_challenge(record, annotation),
+        challenge=_challenge(record, annotation) if status == "challenged" else None,
         rests_on_inactive=_inactive(annotation),
+        valid_from=record.valid_from or record.created_at,
+        valid_until=record.valid_until,
+        successor=record.superseded_by if status == "superseded" else None,
     )
 
 
