@@ -61,7 +61,7 @@ def test_evolve_quarantines_then_review_approves(server: Client) -> None:
             "id": deploy,
             "reason": "the last push failed on a missing column",
             "steps": steps("run migrations", "push the release"),
-            "preconditions": ["run migrations before push"],
+            "preconditions": ["every job must run migrations before it writes"],
         },
     )
     assert evolved["status"] == "quarantined" and evolved["reason"] is None
