@@ -16,6 +16,7 @@ from memproc.ops.procedures import gating as pg
 from memproc.ops.procedures import procedures
 from memproc.ops.procedures import review as procedure_review
 from memproc.ops.procedures import search as procedure_search
+from memproc.retrieval.fusion import fuse_head_first
 from memproc.runtime import Runtime
 from memproc.store import procedures as procedure_sql
 from memproc.wire import procedure_messages as pm
@@ -57,6 +58,34 @@ def test_words_and_meaning_agree_on_the_obvious_procedure(rt: Runtime) -> None:
     assert result.results[0].lexical_rank == 1 and result.results[0].dense_rank == 1
 
 
+def test_explain_shows_every_candidate_with_its_numbers_at_each_stage(rt: Runtime) -> None:
+    ctx = OpContext(rt)
+    create(ctx, "feed the cat", ["put kibble in the cat bowl"])
+    keys = create(ctx, "rotate keys", ["generate a new API key", "revoke the old API key"])
+    create(ctx, "release", ["tag the commit", "push the container image to the registry"])
+    plain = search(ctx, "how do I rotate the API key", limit=1)
+    assert plain.explanation is None  # only when asked
+    result = search(ctx, "how do I rotate the API key", limit=1, explain=True)
+    explanation = result.explanation
+    assert explanation is not None
+    assert explanation.settings["fusion"] == rt.config.fusion
+    assert explanation.settings["candidate_pool"] == rt.config.candidate_pool
+    assert (
+        explanation.queries.lexical and explanation.queries.dense == "how do I rotate the API key"
+    )
+    first, *rest = explanation.candidates
+    assert (first.id, first.outcome, first.fused_rank) == (keys, "returned", 1)
+    assert first.lexical_rank == 1 and first.dense_rank == 1 and first.in_head
+    assert first.fused_score == result.results[0].score
+    # Everything a channel proposed is listed once, in fused order, past the limit too.
+    assert rest and all(c.outcome == "outside_limit" for c in rest)
+    assert [c.fused_rank for c in explanation.candidates] == list(
+        range(1, len(explanation.candidates) + 1)
+    )
+    assert explanation.counts["candidates"] == len(explanation.candidates) == 3
+    assert explanation.counts["returned"] == 1
+
+
 @pytest.mark.parametrize("fusion", ["rrf", "zscore"])
 def test_the_fusion_setting_is_followed(
     open_runtime: Callable[..., Runtime], tmp_path: Path, fusion: str
@@ -83,12 +112,12 @@ def test_the_fusion_setting_is_followed(
 def test_a_larger_limit_never_reorders_the_head() -> None:
     """Items only a channel's deeper list found (past the pool) follow the head, which is
     fused from each channel's top `depth` alone, whatever the fusion."""
-    lexical = [(1, -9.0), (2, -8.0), (5, -7.9)]
+    lexical = [(1, 9.0), (2, 8.0), (5, 7.9)]  # higher is better (bm25 negated)
     dense = [(3, 0.9), (4, 0.8), (5, 0.79)]
     for fusion in ("rrf", "zscore"):
-        pooled = list(procedure_search.fuse(lexical, dense, fusion, 60, depth=2))
+        pooled = list(fuse_head_first(lexical, dense, fusion, 60, depth=2))
         assert set(pooled[:4]) == {1, 2, 3, 4} and pooled[4] == 5
-        assert list(procedure_search.fuse(lexical[:2], dense[:2], fusion, 60, 2)) == pooled[:4]
+        assert list(fuse_head_first(lexical[:2], dense[:2], fusion, 60, 2)) == pooled[:4]
 
 
 # -- a revision carried by a review is gated and stored as an evolve's is -------------------------

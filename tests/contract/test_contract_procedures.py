@@ -49,6 +49,14 @@ def test_create_get_list_and_search(server: Client) -> None:
     assert found["mode"] == "lexical" and found["degraded"]
     assert [hit["procedure"]["name"] for hit in found["results"]] == ["rotate keys"]
     assert found["results"][0]["lexical_rank"] == 1
+    assert "explanation" not in found or found["explanation"] is None
+    explained = server.result(
+        "procedure.search", {"scope": SCOPE, "query": "signing keys", "explain": True}
+    )["explanation"]
+    assert explained["settings"]["fusion"] in ("rrf", "zscore")
+    [candidate] = explained["candidates"]
+    assert candidate["outcome"] == "returned" and candidate["lexical_rank"] == 1
+    assert candidate["dense_rank"] is None and explained["queries"]["dense"] is None
 
 
 def test_evolve_quarantines_then_review_approves(server: Client) -> None:
@@ -61,7 +69,7 @@ def test_evolve_quarantines_then_review_approves(server: Client) -> None:
             "id": deploy,
             "reason": "the last push failed on a missing column",
             "steps": steps("run migrations", "push the release"),
-            "preconditions": ["run migrations before push"],
+            "preconditions": ["every job must run migrations before it writes"],
         },
     )
     assert evolved["status"] == "quarantined" and evolved["reason"] is None

@@ -68,3 +68,40 @@ def logistic(x: float) -> float:
     """A fused z-score squashed into (0, 1), order kept: a score that is always positive, so a
     boost can multiply it, on the same scale wherever z-score fusion is used."""
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+
+
+def fuse_head_first(
+    lexical: Sequence[tuple[int, float]],
+    dense: Sequence[tuple[int, float]],
+    fusion: str,
+    rrf_k: int,
+    depth: int,
+) -> dict[int, float]:
+    """id -> fused score, best first, for two channels given as (id, score) lists best first
+    (lexical scores higher-is-better, as the memory pipeline negates bm25; dense cosines).
+
+    The rule every search here follows: the head is fused from each channel's top `depth`
+    (the candidate pool), and what only a deeper list found follows it, so asking for more
+    results never reorders the first ones. `fusion` is "rrf" (ranks, with `rrf_k`) or
+    "zscore" (standardised scores squashed into (0, 1) by `logistic`)."""
+    head_ids = {i for i, _ in lexical[:depth]} | {i for i, _ in dense[:depth]}
+    head = _fuse_two(lexical[:depth], dense[:depth], fusion, rrf_k)
+    tail = {
+        i: score
+        for i, score in _fuse_two(lexical, dense, fusion, rrf_k).items()
+        if i not in head_ids
+    }
+    return {i: part[i] for part in (head, tail) for i in sorted(part, key=lambda i: (-part[i], -i))}
+
+
+def _fuse_two(
+    lexical: Sequence[tuple[int, float]],
+    dense: Sequence[tuple[int, float]],
+    fusion: str,
+    rrf_k: int,
+) -> dict[int, float]:
+    if fusion == "zscore":
+        channels = {"lexical": dict(lexical), "dense": dict(dense)}
+        return {i: logistic(score) for i, score in zscore_fusion(channels).items()}
+    rankings = {"lexical": [i for i, _ in lexical], "dense": [i for i, _ in dense]}
+    return reciprocal_rank_fusion(rankings, rrf_k)

@@ -13,6 +13,7 @@ import msgspec
 from msgspec import Meta
 
 from memproc.wire.messages import (
+    ChannelQueries,
     Cursor,
     MemoryId,
     Params,
@@ -189,6 +190,7 @@ class SearchProceduresParams(Params, kw_only=True):
     scope: Scope | None = None
     query: Annotated[str, Meta(min_length=1, max_length=8192)]
     limit: Annotated[int, Meta(ge=1, le=100)] = 10
+    explain: bool = False
 
 
 class ProcedureHit(msgspec.Struct, kw_only=True):
@@ -198,10 +200,33 @@ class ProcedureHit(msgspec.Struct, kw_only=True):
     dense_rank: int | None = None
 
 
+class ProcedureCandidateExplanation(msgspec.Struct, kw_only=True):
+    """One current procedure version a channel proposed, and what became of it."""
+
+    id: str
+    version_id: str
+    outcome: Literal["returned", "outside_limit"]
+    lexical_rank: int | None = None
+    lexical_score: float | None = None  # bm25 negated: higher is better
+    dense_rank: int | None = None
+    dense_similarity: float | None = None
+    fused_rank: int | None = None
+    fused_score: float | None = None
+    in_head: bool = False  # within a channel's top `candidate_pool`: fused with the head
+
+
+class ProcedureExplanation(msgspec.Struct, kw_only=True):
+    queries: ChannelQueries
+    settings: dict[str, Any]
+    counts: dict[str, int]
+    candidates: list[ProcedureCandidateExplanation]
+
+
 class SearchProceduresResult(Result, kw_only=True):
     results: list[ProcedureHit]
     mode: Literal["lexical", "hybrid"]
     degraded: str | None = None
+    explanation: ProcedureExplanation | None = None
 
 
 class EvolveProcedureParams(Params, kw_only=True):

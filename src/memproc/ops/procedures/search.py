@@ -1,28 +1,32 @@
 """`procedure.search`: the same hybrid search as memories, over current procedure versions.
 
-Why not reuse `retrieval.pipeline` itself: it is built around memory rows (kinds, statuses,
-chunks, the shared vec0 tables and the in-memory copy of memory vectors), and the lead is
-reworking it. Procedures are few per scope, so this module keeps their channels small and
-reuses the parts that define the search: the lexical query (`retrieval.query.lexical_match`,
-the same stop words and FTS5 quoting), the same FTS5 tokenizer and bm25, the same embedder
-with its query prefix, and the configured fusion (`fusion`: reciprocal ranks with `rrf_k`,
-or z-scores squashed into (0, 1), from `retrieval.fusion`), with a head that the limit does
-not change.
+What it shares with memory search is what defines a search here: the lexical query
+(`retrieval.query.lexical_match`: the same stop words and FTS5 quoting), the same FTS5
+tokenizer and bm25, the same embedder with its query prefix, the configured fusion and the
+head-first rule (`retrieval.fusion.fuse_head_first`: the head fused from each channel's top
+`candidate_pool`, so a larger limit never reorders the first results), and an `explain` of
+the same shape. What it does not share is the memory pipeline's candidate machinery (kinds,
+statuses, validity windows, chunked vectors in sqlite-vec and their in-memory copy, boosts,
+the reranker): procedures are few per scope and have none of these.
 Dense scoring is an exact cosine over the scope's current versions; versions stored before
 an embedder was ready are embedded on the fly (searching never writes).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from memproc.ops.context import OpContext
 from memproc.ops.procedures.views import version_view
-from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.fusion import fuse_head_first
 from memproc.retrieval.query import lexical_match
 from memproc.store import procedures as procedure_sql
 from memproc.store.procedures import VersionRecord
+from memproc.wire.messages import ChannelQueries
 from memproc.wire.procedure_messages import (
+    ProcedureCandidateExplanation,
+    ProcedureExplanation,
     ProcedureHit,
     SearchProceduresParams,
     SearchProceduresResult,
@@ -45,7 +49,11 @@ def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresRe
         records = {r.seq: r for r in current}
         records |= procedure_sql.current_by_seqs(conn, [s for s, _ in lexical if s not in records])
     dense = [] if index is None else _dense(index, params.query, current, stored)[:pool]
-    fused = fuse(lexical, dense, config.fusion, config.rrf_k, config.candidate_pool)
+    # bm25 is lower for better matches: negated, as the memory pipeline's lexical score.
+    lexical_scores = [(seq, -score) for seq, score in lexical]
+    fused = fuse_head_first(
+        lexical_scores, dense, config.fusion, config.rrf_k, config.candidate_pool
+    )
     ordered = list(fused)[: params.limit]
     lexical_rank = {seq: i for i, (seq, _) in enumerate(lexical, start=1)}
     dense_rank = {seq: i for i, (seq, _) in enumerate(dense, start=1)}
@@ -60,48 +68,80 @@ def search(ctx: OpContext, params: SearchProceduresParams) -> SearchProceduresRe
         if seq in records
     ]
     degraded = None if index is not None else "no embedder installed: lexical results only"
+    mode: Literal["lexical", "hybrid"] = "lexical" if index is None else "hybrid"
+    explanation = None
+    if params.explain:
+        channels = _Channels(dict(lexical_scores), dict(dense), lexical_rank, dense_rank)
+        explanation = _explain(
+            params, config, match, index, mode, fused, ordered, records, channels
+        )
     return SearchProceduresResult(
-        results=hits, mode="lexical" if index is None else "hybrid", degraded=degraded
+        results=hits, mode=mode, degraded=degraded, explanation=explanation
     )
 
 
-def fuse(
-    lexical: list[tuple[int, float]],
-    dense: list[tuple[int, float]],
-    fusion: str,
-    rrf_k: int,
-    depth: int,
-) -> dict[int, float]:
-    """seq -> fused score, best first, by the configured fusion (`rrf` or `zscore`) as memory
-    search fuses. The head is fused from each channel's top `depth` (the candidate pool), and
-    what only a deeper list found (a limit above the pool) follows it: asking for more
-    results never reorders the first ones."""
-    head_seqs = {seq for seq, _ in lexical[:depth]} | {seq for seq, _ in dense[:depth]}
-    head = _fused(lexical[:depth], dense[:depth], fusion, rrf_k)
-    tail = {
-        seq: score
-        for seq, score in _fused(lexical, dense, fusion, rrf_k).items()
-        if seq not in head_seqs
-    }
-    return {
-        seq: part[seq]
-        for part in (head, tail)
-        for seq in sorted(part, key=lambda seq: (-part[seq], -seq))
-    }
+@dataclass(frozen=True)
+class _Channels:
+    lexical: dict[int, float]
+    dense: dict[int, float]
+    lexical_rank: dict[int, int]
+    dense_rank: dict[int, int]
 
 
-def _fused(
-    lexical: list[tuple[int, float]], dense: list[tuple[int, float]], fusion: str, rrf_k: int
-) -> dict[int, float]:
-    if fusion == "zscore":
-        # bm25 is lower for better matches: negated, like the memory pipeline's lexical score.
-        channels = {
-            "lexical": {seq: -score for seq, score in lexical},
-            "dense": dict(dense),
-        }
-        return {seq: logistic(score) for seq, score in zscore_fusion(channels).items()}
-    rankings = {"lexical": [s for s, _ in lexical], "dense": [s for s, _ in dense]}
-    return reciprocal_rank_fusion(rankings, rrf_k)
+def _explain(
+    params: SearchProceduresParams,
+    config: Any,
+    match: str | None,
+    index: Any,
+    mode: str,
+    fused: dict[int, float],
+    ordered: list[int],
+    records: dict[int, VersionRecord],
+    channels: _Channels,
+) -> ProcedureExplanation:
+    """Every version a channel proposed, in fused order, with its numbers at each stage."""
+    returned = set(ordered)
+    depth = config.candidate_pool
+    candidates = [
+        ProcedureCandidateExplanation(
+            id=records[seq].procedure_id,
+            version_id=records[seq].id,
+            outcome="returned" if seq in returned else "outside_limit",
+            lexical_rank=channels.lexical_rank.get(seq),
+            lexical_score=channels.lexical.get(seq),
+            dense_rank=channels.dense_rank.get(seq),
+            dense_similarity=channels.dense.get(seq),
+            fused_rank=rank,
+            fused_score=score,
+            in_head=min(
+                channels.lexical_rank.get(seq, depth + 1), channels.dense_rank.get(seq, depth + 1)
+            )
+            <= depth,
+        )
+        for rank, (seq, score) in enumerate(fused.items(), start=1)
+        if seq in records
+    ]
+    return ProcedureExplanation(
+        queries=ChannelQueries(
+            lexical=match,
+            dense=params.query if index is not None else None,
+            embedder=None if index is None else index.embedder.name,
+        ),
+        settings={
+            "mode": mode,
+            "fusion": config.fusion,
+            "rrf_k": config.rrf_k,
+            "candidate_pool": depth,
+            "limit": params.limit,
+        },
+        counts={
+            "lexical": len(channels.lexical),
+            "dense": len(channels.dense),
+            "candidates": len(candidates),
+            "returned": len(returned),
+        },
+        candidates=candidates,
+    )
 
 
 def _dense(
