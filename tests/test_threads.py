@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from datakit import memproc
 from memproc.ops.memories import lifecycle, revisions
 from memproc.ops.memories import memory as memory_ops
 from memproc.retrieval.indexing import embed_contents
@@ -468,3 +469,23 @@ def test_a_store_from_before_threads_takes_its_sessions_as_threads(db_path: str)
         assert len(found) == 3 and store.integrity_check() == ["ok"]
     finally:
         store.close()
+
+
+def test_export_and_import_keep_the_thread_and_make_its_windows_again(
+    make_runtime: Callable[..., Runtime], tmp_path: Path
+) -> None:
+    source_db, restored_db = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    runtime = make_runtime(source_db, embedder="none", reranker="none")
+    turns = [turn(runtime, f"turn {i}", i) for i in range(4)]
+    expected = [neighbour_ids(runtime, m) for m in turns]
+    runtime.close()
+    dump = str(tmp_path / "a.jsonl")
+    for args in (
+        ("export", "--db", source_db, "--all", dump),
+        ("import", "--db", restored_db, dump),
+    ):
+        completed = memproc(*args, env={**os.environ, "MEMPROC_EMBEDDER": "none"})
+        assert completed.returncode == 0, completed.stderr
+    restored = make_runtime(restored_db, embedder="none", reranker="none")
+    assert [neighbour_ids(restored, m) for m in turns] == expected
+    assert expected[1] == ([turns[0]], [turns[2], turns[3]])

@@ -26,7 +26,7 @@ from memproc import __version__
 from memproc.config import Config
 from memproc.errors import InvalidParams, MemprocError, StorageUnavailable
 from memproc.progress import Progress, say
-from memproc.store import Store, transfer
+from memproc.store import Store, threads, transfer
 from memproc.store.connection import ConnectionSettings
 from memproc.store.migrations import LATEST_VERSION
 
@@ -138,8 +138,12 @@ def _import(config: Config, args: Any) -> None:
         with _open_store(config, must_exist=False) as store, store.writing() as conn:
             tally = transfer.ImportTally.empty()
             digest = hashlib.sha256(first)
+            newest = threads.newest_seq(conn)
             trailer = _read_records(conn, source, digest, tally, progress)
             _check_trailer(trailer, tally, digest.hexdigest())
+            # Thread windows are derived, not exported: made for what arrived, as on remember.
+            window = threads.Window(config.thread_window_before, config.thread_window_after)
+            threads.refresh(conn, threads.threaded_since(conn, newest), window, arrived=True)
         progress.finish()
     added, present = sum(tally.added.values()), sum(tally.present.values())
     say(f"imported {added} records ({present} already present) from {args.file}")

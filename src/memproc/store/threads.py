@@ -219,6 +219,18 @@ def refresh(
     return rewrite(conn, sorted(affected), window)
 
 
+def newest_seq(conn: apsw.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM memories").get or 0)
+
+
+def threaded_since(conn: apsw.Connection, after_seq: int) -> list[int]:
+    """Memories with a thread key written after `after_seq` (an import's), in seq order."""
+    rows = conn.execute(
+        "SELECT seq FROM memories WHERE seq > ? AND thread IS NOT NULL ORDER BY seq", (after_seq,)
+    )
+    return [int(seq) for (seq,) in rows]
+
+
 def threaded_seqs(conn: apsw.Connection) -> list[int]:
     """Every memory with a thread key, for `memproc index rebuild` (a new window setting)."""
     return [

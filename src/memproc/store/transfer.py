@@ -63,11 +63,12 @@ FAMILIES: tuple[Family, ...] = (
         _names(
             "id scope kind content content_sha256 tags metadata source importance status "
             "status_reason client_token created_at updated_at occurred_at context revision "
-            "superseded_by valid_from valid_until"
+            "superseded_by valid_from valid_until thread"
         ),
         key=("id",),
         order="t.seq",
-        optional=("valid_from", "valid_until"),
+        # A thread's windows are derived: the import makes them again (data_cli).
+        optional=("valid_from", "valid_until", "thread"),
     ),
     _memory_log(
         "memory_revision",
