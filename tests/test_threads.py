@@ -23,6 +23,7 @@ from memproc.retrieval.indexing import embed_contents
 from memproc.runtime import Runtime
 from memproc.store import Store
 from memproc.store import threads as thread_sql
+from memproc.store import vectors as vector_sql
 from memproc.store.connection import ConnectionSettings, open_connection
 from memproc.store.migrations import MIGRATIONS
 from memproc.wire.messages import (
@@ -489,3 +490,28 @@ def test_export_and_import_keep_the_thread_and_make_its_windows_again(
     restored = make_runtime(restored_db, embedder="none", reranker="none")
     assert [neighbour_ids(restored, m) for m in turns] == expected
     assert expected[1] == ([turns[0]], [turns[2], turns[3]])
+
+
+def test_a_late_turn_re_embeds_only_the_turns_it_reaches_and_searches_wait_for_them(
+    open_runtime: OpenRuntime,
+) -> None:
+    """One remember at a time (vectors deferred to the worker): a search right after a late
+    turn finds every vector current, and only the reached turns were embedded again."""
+    rt = open_runtime(thread_window_before=1, thread_window_after=1)
+    turns = [turn(rt, f"Turn number {i} of the talk about kilns.", 2 * i) for i in range(6)]
+    assert rt.vectors.caught_up(DEADLINE_S)
+
+    def embedded() -> dict[int, str]:
+        with rt.store().reading() as conn:
+            rows = conn.execute("SELECT memory_seq, content_sha256 FROM memory_embeddings")
+            return {int(seq): digest for seq, digest in rows}
+
+    before = embedded()
+    late = turn(rt, "A late turn about glazes.", 5)  # between the turns at 4 and 6
+    search(rt, "glazes", mode="dense")  # waits for the vectors of the writes before it
+    after = embedded()
+    with rt.store().reading() as conn:
+        assert vector_sql.count_pending(conn, embedder_row(rt)) == 0
+    changed = {seq for seq in before if after[seq] != before[seq]}
+    assert changed == {seq_of(rt, turns[2]), seq_of(rt, turns[3])}
+    assert seq_of(rt, late) in after
