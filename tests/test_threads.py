@@ -296,6 +296,20 @@ def test_explain_names_the_window_chunk_in_the_dense_channel(open_runtime: OpenR
     assert verify(rt).clean
 
 
+def test_an_explicit_context_counts_as_the_memorys_own_beside_its_neighbours(
+    lexical: Runtime,
+) -> None:
+    ask = turn(lexical, "Melanie: Did you go to the pottery workshop?", 1)
+    reply = turn(lexical, "Caroline: Yes, it was lovely.", 2, context="about Portland")
+    terms = {column for column, _ in fts_row(lexical, reply)}
+    assert terms == {"content", "context", "neighbour_before"}
+    result = search(lexical, "Portland pottery", mode="lexical", explain=True)
+    assert result.explanation is not None
+    by_id = {c.id: c.thread for c in result.explanation.candidates}
+    assert by_id[reply] is not None and by_id[reply].lexical == "both"
+    assert by_id[ask] is not None and by_id[ask].lexical == "own"
+
+
 # -- lifecycle ---------------------------------------------------------------------------------
 
 
