@@ -285,7 +285,7 @@ def test_explain_names_the_neighbours_and_where_the_words_matched(lexical: Runti
 
 
 def test_explain_names_the_window_chunk_in_the_dense_channel(open_runtime: OpenRuntime) -> None:
-    rt = open_runtime()
+    rt = open_runtime(thread_dense_windows=True)
     talk = conversation(rt)
     assert rt.vectors.caught_up(DEADLINE_S)
     result = search(rt, "Did she enjoy the pottery class in Oregon?", mode="dense", explain=True)
@@ -376,7 +376,7 @@ MARKER = "zqxjvelkorp"
 def test_a_purged_neighbour_leaves_no_text_in_the_index_entries_or_vectors(
     open_runtime: OpenRuntime,
 ) -> None:
-    rt = open_runtime()
+    rt = open_runtime(thread_dense_windows=True)
     before = turn(rt, "Melanie: what was the code again?", 1)
     secret = turn(rt, f"Caroline: the door code is {MARKER}", 2)
     after = turn(rt, "Melanie: thanks, I will remember it.", 3)
@@ -511,7 +511,7 @@ def test_a_late_turn_re_embeds_only_the_turns_it_reaches_and_searches_wait_for_t
 ) -> None:
     """One remember at a time (vectors deferred to the worker): a search right after a late
     turn finds every vector current, and only the reached turns were embedded again."""
-    rt = open_runtime(thread_window_before=1, thread_window_after=1)
+    rt = open_runtime(thread_window_before=1, thread_window_after=1, thread_dense_windows=True)
     turns = [turn(rt, f"Turn number {i} of the talk about kilns.", 2 * i) for i in range(6)]
     assert rt.vectors.caught_up(DEADLINE_S)
 
@@ -529,3 +529,27 @@ def test_a_late_turn_re_embeds_only_the_turns_it_reaches_and_searches_wait_for_t
     changed = {seq for seq in before if after[seq] != before[seq]}
     assert changed == {seq_of(rt, turns[2]), seq_of(rt, turns[3])}
     assert seq_of(rt, late) in after
+
+
+def test_by_default_a_late_turn_re_embeds_no_neighbour(open_runtime: OpenRuntime) -> None:
+    """Windows go to FTS5 only by default (`thread_dense_windows`): a write embeds its own
+    memory and nothing else, so one remember at a time costs what it cost without threads,
+    while the neighbours' lexical entries still take the new turn's words."""
+    rt = open_runtime(thread_window_before=1, thread_window_after=1)
+    turns = [turn(rt, f"Turn number {i} of the talk about kilns.", 2 * i) for i in range(6)]
+    assert rt.vectors.caught_up(DEADLINE_S)
+
+    def embedded() -> dict[int, tuple[str, int]]:
+        with rt.store().reading() as conn:
+            rows = conn.execute("SELECT memory_seq, content_sha256, chunks FROM memory_embeddings")
+            return {int(seq): (digest, int(chunks)) for seq, digest, chunks in rows}
+
+    before = embedded()
+    assert [chunks for _, chunks in before.values()] == [1] * len(turns)  # no window chunk
+    late = turn(rt, "A late turn about glazes.", 5)  # between the turns at 4 and 6
+    search(rt, "glazes", mode="dense")  # waits for the vectors of the writes before it
+    after = embedded()
+    assert {seq: after[seq] for seq in before} == before  # no neighbour embedded again
+    assert seq_of(rt, late) in after
+    # The neighbours' lexical entries hold the late turn's words all the same.
+    assert turns[2] in ids(search(rt, "glazes", mode="lexical"))

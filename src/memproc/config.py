@@ -64,6 +64,12 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # every memory. Chosen on the tuning half of LoCoMo (see benchmarks/RESULTS.md).
     thread_window_before: Annotated[int, msgspec.Meta(ge=0, le=16)] = 2
     thread_window_after: Annotated[int, msgspec.Meta(ge=0, le=16)] = 2
+    # Whether the window is embedded too, as an extra chunk of each threaded memory, or read
+    # by FTS5 only (the default). Embedding it costs several turns' worth of model time per
+    # write, and each write re-embeds the neighbours whose window it changed: one remember at
+    # a time fell from 128/s to 20/s on LoCoMo, for evidence recall@10 0.734 -> 0.742 (see
+    # benchmarks/RESULTS.md). Worth it for bulk imports that value recall over write cost.
+    thread_dense_windows: bool = False
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000

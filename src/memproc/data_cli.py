@@ -142,7 +142,11 @@ def _import(config: Config, args: Any) -> None:
             trailer = _read_records(conn, source, digest, tally, progress)
             _check_trailer(trailer, tally, digest.hexdigest())
             # Thread windows are derived, not exported: made for what arrived, as on remember.
-            window = threads.Window(config.thread_window_before, config.thread_window_after)
+            window = threads.Window(
+                config.thread_window_before,
+                config.thread_window_after,
+                config.thread_dense_windows,
+            )
             threads.refresh(conn, threads.threaded_since(conn, newest), window, arrived=True)
         progress.finish()
     added, present = sum(tally.added.values()), sum(tally.present.values())

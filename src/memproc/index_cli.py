@@ -49,7 +49,9 @@ def drift(runtime: Any) -> tuple[maintenance.IndexReport, int]:
 
 def _rebuild(runtime: Any, store: Any) -> None:
     config = runtime.config
-    window = threads.Window(config.thread_window_before, config.thread_window_after)
+    window = threads.Window(
+        config.thread_window_before, config.thread_window_after, config.thread_dense_windows
+    )
     with store.writing() as conn:
         # Every thread window made again with the configured setting (vectors follow by
         # index_sha256); then FTS from the rows.

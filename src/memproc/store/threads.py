@@ -38,6 +38,10 @@ class Window:
 
     before: int
     after: int
+    # Whether the vectors embed the window too (an extra chunk), or only FTS5 reads it. A
+    # window chunk costs several turns' worth of embedding per write, and every write
+    # re-embeds the neighbours whose window it changed (see Config.thread_dense_windows).
+    dense: bool = True
 
     @property
     def empty(self) -> bool:
@@ -181,14 +185,15 @@ def holding(conn: apsw.Connection, seq: int) -> list[int]:
 
 def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[int]:
     """Recompute the index entry of each of `seqs` and write those that differ; returns the
-    seqs written (their vectors are stale now, by `index_sha256`)."""
+    seqs whose vectors the write made stale (by `index_sha256`: with dense windows, every
+    one written; without, only one whose vectors held a window before)."""
     written = []
     for seq in seqs:
         member = _member_row(conn, seq)
         if member is None or member.thread is None:
             continue
         entry = _window_of(conn, member, window)
-        digest = index_hash(member.content, member.context, entry)
+        digest = index_hash(member.content, member.context, entry) if window.dense else None
         stored = (
             member.neighbour_ids,
             member.neighbour_before,
@@ -202,7 +207,8 @@ def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[
             "index_sha256 = ? WHERE seq = ?",
             (entry.ids_json, entry.before_text, entry.after_text, digest, seq),
         )
-        written.append(seq)
+        if digest != member.index_sha256:
+            written.append(seq)
     return written
 
 

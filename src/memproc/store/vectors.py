@@ -47,8 +47,10 @@ class PendingMemory:
 # What a memory's current vectors must have been made from (see PendingMemory).
 _INDEX_KEY = "coalesce(m.index_sha256, m.content_sha256)"
 _PENDING_COLUMNS = (
-    f"m.seq, m.scope, m.kind, m.content, {_INDEX_KEY}, m.context, m.neighbour_before, "
-    "m.neighbour_after"
+    f"m.seq, m.scope, m.kind, m.content, {_INDEX_KEY}, m.context, "
+    # The window is embedded only when the index key says so (dense thread windows).
+    "CASE WHEN m.index_sha256 IS NULL THEN NULL ELSE m.neighbour_before END, "
+    "CASE WHEN m.index_sha256 IS NULL THEN NULL ELSE m.neighbour_after END"
 )
 
 

@@ -30,7 +30,11 @@ def _session(source: Source | None) -> str | None:
 
 def window(ctx: OpContext) -> Window:
     config = ctx.runtime.config
-    return Window(before=config.thread_window_before, after=config.thread_window_after)
+    return Window(
+        before=config.thread_window_before,
+        after=config.thread_window_after,
+        dense=config.thread_dense_windows,
+    )
 
 
 def embed_rewindowed(
