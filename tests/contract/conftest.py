@@ -97,3 +97,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for client in _ACTIVE:
             report.sections.append((f"{client.name} stderr", client.stderr_tail()))
     return report
+
+
+# The embedder the contract tests load by name, from the model the test session pulled.
+EMBEDDER = "minilm-l6-int8"
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path, minilm_dir: Path) -> Path:
+    """A models folder holding MiniLM under its catalog name, for `serve --models-dir`."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / EMBEDDER).symlink_to(minilm_dir, target_is_directory=True)
+    return models

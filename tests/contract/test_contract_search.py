@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import pytest
 from client import SLOW_SERVER, Client, Spawn, assert_error
 
 MODEL_TIMEOUT = 60.0  # a ceiling for loading and backfilling; neither normally takes a second
@@ -25,14 +24,6 @@ CORPUS = {
     "ruff": "Use ruff for linting and formatting.",
 }
 PARAPHRASE = "kitten napping couch"  # no word in common with any memory above
-
-
-@pytest.fixture
-def models_dir(tmp_path: Path, minilm_dir: Path) -> Path:
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / EMBEDDER).symlink_to(minilm_dir, target_is_directory=True)
-    return models
 
 
 def with_models(spawn: Spawn, models_dir: Path) -> Client:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from client import Client, Spawn, assert_error
 
 MODEL_TIMEOUT = 60.0  # a ceiling for loading and embedding, never a pause
@@ -17,14 +16,6 @@ TURNS = [
     "Melanie: Glad to hear. How is your brother doing?",
     "Caroline: He is fine, he started a new job.",
 ]
-
-
-@pytest.fixture
-def models_dir(tmp_path: Path, minilm_dir: Path) -> Path:
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / EMBEDDER).symlink_to(minilm_dir, target_is_directory=True)
-    return models
 
 
 def store_turns(server: Client) -> list[str]:
