@@ -187,8 +187,8 @@ def test_schedules_and_moments() -> None:
     offset = schedule("1h after 'ingest' starts")
     assert offset is not None and offset.moment == Moment("offset", 60.0)
     assert offset.after == "ingest"
-    compound = schedule("2h30m after 'ingest' starts")  # every part of the duration counts
-    assert compound is not None and compound.moment == Moment("offset", 150.0)
+    compound = schedule("1h45m after 'ingest' starts")  # every part of the duration counts
+    assert compound is not None and compound.moment == Moment("offset", 105.0)
     late, early = available_after("45m"), available_after("30m")
     assert late is not None and early is not None
     assert misses(early, late, Moment("offset", 40.0)) is True

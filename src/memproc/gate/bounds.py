@@ -116,8 +116,8 @@ def _unlimited(d: Direction, quantity: units.Quantity) -> bool:
 
 
 def _from_preconditions(old: Procedure, revision: Procedure) -> list[Bound]:
-    """A new or reworded precondition that sets a limit ("pallets must not exceed 1.8 m in
-    height"): tighter than the same dimension's limit in the old preconditions, or new."""
+    """A new or reworded precondition that sets a limit ("uploads must not exceed 50 MB"):
+    tighter than the same dimension's limit in the old preconditions, or new."""
     old_texts = set(old.preconditions)
     old_limits: dict[str, units.Quantity] = {}
     for text in old.preconditions:
@@ -219,8 +219,8 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
     for source, text in dependent.texts:
         if not source.startswith("step"):
             continue
-        # Read the dependent in the bound's terms: "3g" is memory beside a memory limit, and
-        # "2.1 m" a length beside a height limit.
+        # Read the dependent in the bound's terms: "6g" is memory beside a memory limit, and
+        # "3 m" a length beside a height limit.
         memory, length = bound.new.dimension == "size", bound.new.dimension == "length"
         for q in units.scan(text, memory=memory, length=length):
             dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"

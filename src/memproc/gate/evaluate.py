@@ -94,7 +94,7 @@ class _Reading:
             findings = limits.tightened_permissions(old, new, dependent, at_least=3)
             if not findings and knowledge.linked(old, new, dependent, surface):
                 # A dependent that runs at a clock time and names what the procedure is
-                # about ("switch to the nightly branch") waits for its output by the clock.
+                # about ("pull the release candidate") waits for its output by the clock.
                 findings = order.finishes_later(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)

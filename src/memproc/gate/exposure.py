@@ -74,14 +74,15 @@ def content_tokens(text: str) -> set[str]:
     return found
 
 
-# Marks a negated word ("do not allow bypassing"), so that an edit which only turns an
-# action's polarity ("administrators may bypass" -> "do not allow bypassing") changes it.
+# Marks a negated word ("must not write"), so that an edit which only turns an action's
+# polarity ("the job writes to the archive" -> "the job must not write to the archive")
+# changes it.
 _NOT = "not "
 
 
 def _plain(tokens: set[str]) -> set[str]:
-    """Tokens without their polarity: a dependent that bypasses and one that never does are
-    both exposed to a change of the rule on bypassing."""
+    """Tokens without their polarity: a dependent that writes and one that never does are
+    both exposed to a change of the rule on writing."""
     return {t.removeprefix(_NOT) for t in tokens}
 
 
@@ -93,10 +94,8 @@ RESTRICTIVE_WORDS = lx.words(
     reject rejects rejected forbid forbids forbidden restrict restricts restricted private
     tls ssl https encrypt encrypted encryption signing signed mtls starttls"""
 )
-# Setting words that open something when true ("endpointPublicAccess", "allow_anonymous").
-PERMISSIVE_WORDS = lx.words(
-    "public allow allowed anonymous plain plaintext insecure forwarding bypass legacy"
-)
+# Setting words that open something when true ("publicRead", "allow_anonymous").
+PERMISSIVE_WORDS = lx.words("public allow allowed anonymous plain plaintext insecure bypass")
 
 
 def restrictions(old: Facts, revision: Facts) -> list[str]:

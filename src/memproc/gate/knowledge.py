@@ -38,7 +38,8 @@ def _first(value: str) -> str:
 
 def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
     """Settings whose value is a version or an image tag, changed outside a local setup, and
-    a step whose one version number moved ("Cluster version 1.24" -> "Upgrade to 1.25")."""
+    a step whose one version number moved ("Runtime 3.8 on the hosts" -> "Move the hosts to
+    3.9")."""
     found = _version_drift(old, revision)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
@@ -56,7 +57,7 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
 
 
 # A dotted version number standing alone: not part of an address, a name or a quantity
-# ("2.5 h", "1.5 GB").
+# ("4.5 h", "1.5 GB").
 _DOTTED_VERSION = re.compile(
     r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.])(?!\s*(?:%|[a-zA-Z]{1,7}\b(?<!\bto)(?<!\band)))"
 )
@@ -107,9 +108,9 @@ def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> b
     (`deps/prod.in` compiles to `deps/prod.txt`).
 
     The link is deliberately wider than the rules' surface: a component's new version can
-    break a dependent that reaches it only through the system the procedure runs ("run the
-    partner SFTP gateway" and a partner's client that logs in to it), and the cost of a
-    wide link is one question to the judge, never a quarantine by rule."""
+    break a dependent that reaches it only through the system the procedure runs ("operate
+    the print queue" and a job that sends its labels to the queue), and the cost of a wide
+    link is one question to the judge, never a quarantine by rule."""
     if surface.shared or subject_words(revision.procedure) & dependent_words(dependent):
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]

@@ -40,8 +40,8 @@ GENERIC_VERBS = words(
 
 # English negation cues: negative particles and determiners, their contractions, and verbs
 # of leaving out ("skip", "omit", "avoid", "bypass").
-# Verbs that negate what follows them and are content of their own: a change to whether
-# one may bypass is a change about bypassing.
+# Verbs that negate what follows them and are content of their own: a change to whether a
+# step may be skipped is a change about skipping.
 NEGATING_VERBS = words(
     """skip skips skipping skipped avoid avoids avoiding omit omits omitting bypass bypasses
     bypassing"""

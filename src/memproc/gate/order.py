@@ -127,7 +127,7 @@ _TAKES = re.compile(
 )
 
 
-# A duration a step states for itself: "(about 2.5 h)", "about 60 min", "~40 minutes".
+# A duration a step states for itself: "(about 75 min)", "about 5 hours", "~25 minutes".
 _ABOUT = re.compile(
     r"(?:\babout|\baround|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
     r"hours?|hrs?|h|m))\b",
@@ -186,7 +186,7 @@ def _waits(dependent: Procedure) -> float | None:
     return None
 
 
-# `sleep 600`: the shell's sleep counts seconds when no unit follows (POSIX).
+# `sleep 90`: the shell's sleep counts seconds when no unit follows (POSIX).
 _SLEEP = re.compile(r"\bsleep\s+(\d+)(?![\w.])", re.I)
 
 
@@ -238,7 +238,7 @@ def timeline(procedure: Procedure) -> list[float | None]:
     The procedure starts at the first time of day it states (its trigger, or a step "at
     01:00"): a step written before that one runs in the same chain, so it runs from then. A
     step that states its own time waits for it; one that states a duration takes it; one
-    that says when it is done ("by about 05:15") is done no earlier than that. The stated
+    that says when it is done ("by about 06:40") is done no earlier than that. The stated
     times can be stale after a revision inserts a long step; the durations keep the
     chain honest."""
     texts = [f"{step.action} {step.detail}" for step in procedure.steps]

@@ -45,7 +45,7 @@ METRES = {
 }  # fmt: skip
 # Words that say a quantity is a length (general vocabulary); "m" is then metres.
 LENGTH_WORDS = words("height high tall width wide length long depth deep distance clearance")
-# The JVM's memory options, `-Xmx3g` (the heap's maximum), `-Xms512m`, `-Xmn1g`.
+# The JVM's memory options, `-Xmx8g` (the heap's maximum), `-Xms512m`, `-Xmn1g`.
 _JVM_MEMORY = re.compile(r"(?<![\w-])-Xm[xsn](\d+)([kKmMgGtT])\b")
 # The JVM and Spark spell memory with one letter; "m" is then MiB, not minutes.
 _MEMORY_M = 1024.0**2

@@ -33,7 +33,7 @@ _AT_VERSION = re.compile(
     r"(?![\w@])"
 )
 _ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
-# Several `key = value` settings on one line ("host = db1 port = 1433 encryption = off"):
+# Several `key = value` settings on one line ("host = db1 port = 6379 timeout = 5"):
 # each value is one word, up to the next key.
 _PAIRS = re.compile(r"(?<![\w.\-/$])(?P<key>[A-Za-z_][\w.\-]*)\s*=\s*(?P<value>[^\s=]+)(?=\s|$)")
 _NAME_NUMBER = re.compile(
@@ -185,7 +185,7 @@ def _by_key(found: list[Setting]) -> dict[str, list[Setting]]:
     return grouped
 
 
-# How configuration formats spell a boolean (YAML 1.1, INI, SQL Server's Yes/No, systemd).
+# How configuration formats spell a boolean (YAML 1.1, INI files, systemd units).
 _TRUE = lx.words("true yes on enabled enable 1 required require")
 _FALSE = lx.words("false no off disabled disable 0 none")
 
