@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from datakit import memproc
 from memproc.ops.memories import lifecycle, revisions
@@ -553,3 +555,35 @@ def test_by_default_a_late_turn_re_embeds_no_neighbour(open_runtime: OpenRuntime
     assert seq_of(rt, late) in after
     # The neighbours' lexical entries hold the late turn's words all the same.
     assert turns[2] in ids(search(rt, "glazes", mode="lexical"))
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    minutes=st.lists(st.integers(min_value=0, max_value=12), min_size=1, max_size=9),
+    forgotten=st.sets(st.integers(min_value=0, max_value=8), max_size=3),
+)
+def test_turns_arriving_one_by_one_leave_the_entries_a_full_rebuild_makes(
+    make_runtime: Callable[..., Runtime], minutes: list[int], forgotten: set[int]
+) -> None:
+    """Whatever order turns arrive in (ties on occurred_at, late turns, forgotten ones in
+    between), the incremental updates leave every entry as a full recomputation does."""
+    rt = make_runtime(
+        embedder="none", reranker="none", thread_window_before=2, thread_window_after=2
+    )
+    ids = []
+    for i, minute in enumerate(minutes):
+        ids.append(turn(rt, f"turn {i} says word{i}", minute))
+        if i in forgotten:
+            forget = ForgetParams(scope=SCOPE, id=ids[-1], reason="test")
+            lifecycle.forget(ctx_of(rt), forget)
+    incremental = [entry(rt, memory_id) for memory_id in ids]
+    window = thread_sql.Window(before=2, after=2, dense=False)
+    with rt.store().writing() as conn:
+        conn.execute(
+            "UPDATE memories SET neighbour_ids = NULL, neighbour_before = NULL, "
+            "neighbour_after = NULL"
+        )
+        thread_sql.rewrite(conn, thread_sql.threaded_seqs(conn), window)
+    assert [entry(rt, memory_id) for memory_id in ids] == incremental

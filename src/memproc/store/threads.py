@@ -60,6 +60,7 @@ class _Member(msgspec.Struct, frozen=True, array_like=True):
     neighbour_before: str | None
     neighbour_after: str | None
     index_sha256: str | None
+    id: str
 
 
 class _Turn(msgspec.Struct, frozen=True, array_like=True):
@@ -72,7 +73,7 @@ _member = RowDecoder(_Member)
 _turn = RowDecoder(_Turn)
 _MEMBER_COLUMNS = (
     f"seq, scope, thread, {_ORDER}, status, content, context, neighbour_ids, "
-    "neighbour_before, neighbour_after, index_sha256"
+    "neighbour_before, neighbour_after, index_sha256, id"
 )
 
 
@@ -192,24 +193,66 @@ def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[
         member = _member_row(conn, seq)
         if member is None or member.thread is None:
             continue
-        entry = _window_of(conn, member, window)
-        digest = index_hash(member.content, member.context, entry) if window.dense else None
-        stored = (
-            member.neighbour_ids,
-            member.neighbour_before,
-            member.neighbour_after,
-            member.index_sha256,
-        )
-        if stored == (entry.ids_json, entry.before_text, entry.after_text, digest):
-            continue
-        conn.execute(
-            "UPDATE memories SET neighbour_ids = ?, neighbour_before = ?, neighbour_after = ?, "
-            "index_sha256 = ? WHERE seq = ?",
-            (entry.ids_json, entry.before_text, entry.after_text, digest, seq),
-        )
-        if digest != member.index_sha256:
+        if _store_entry(conn, member, _window_of(conn, member, window), window):
             written.append(seq)
     return written
+
+
+def _store_entry(conn: apsw.Connection, member: _Member, entry: Entry, window: Window) -> bool:
+    """Write the member's entry if it differs; True when that made its vectors stale."""
+    digest = index_hash(member.content, member.context, entry) if window.dense else None
+    stored = (
+        member.neighbour_ids,
+        member.neighbour_before,
+        member.neighbour_after,
+        member.index_sha256,
+    )
+    if stored == (entry.ids_json, entry.before_text, entry.after_text, digest):
+        return False
+    conn.execute(
+        "UPDATE memories SET neighbour_ids = ?, neighbour_before = ?, neighbour_after = ?, "
+        "index_sha256 = ? WHERE seq = ?",
+        (entry.ids_json, entry.before_text, entry.after_text, digest, member.seq),
+    )
+    return digest != member.index_sha256
+
+
+def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] | None:
+    """The update after one servable memory arrived, from one read of its neighbourhood.
+
+    Every memory its arrival reaches lies within `window.after` turns before it or
+    `window.before` after it, and each of their windows reaches `window.before` and
+    `window.after` further: so the servable turns within `before + after` on each side hold
+    every window to recompute. Two range reads instead of two per reached memory, on the
+    path every remember of a conversation takes. None when the general path must decide (a
+    memory not servable, or not threaded)."""
+    member = _member_row(conn, seq)
+    if member is None or member.thread is None or member.status not in SEARCHABLE_STATUSES:
+        return None
+    if window.empty:
+        return None
+    span = window.before + window.after
+    earlier = _servable_side(conn, member, span, later=False)[::-1]
+    later = _servable_side(conn, member, span, later=True)
+    line = [*earlier, _Turn(member.seq, member.id, member.content), *later]
+    here = len(earlier)
+    written = []
+    for position in range(max(0, here - window.after), min(len(line), here + window.before + 1)):
+        turn = line[position]
+        reached = member if turn.seq == member.seq else _member_row(conn, turn.seq)
+        if reached is None:
+            continue
+        before = line[max(0, position - window.before) : position]
+        after = line[position + 1 : position + 1 + window.after]
+        entry = Entry(
+            before_ids=tuple(t.id for t in before),
+            after_ids=tuple(t.id for t in after),
+            before_text="\n".join(t.content for t in before) or None,
+            after_text="\n".join(t.content for t in after) or None,
+        )
+        if _store_entry(conn, reached, entry, window):
+            written.append(turn.seq)
+    return sorted(written)
 
 
 def refresh(
@@ -219,6 +262,10 @@ def refresh(
     servable states: `rewrite` over what `reach`es them and what holds them now (nothing
     holds a memory that has just `arrived`)."""
     seqs = list(seqs)
+    if arrived and len(seqs) == 1:
+        done = _arrived_one(conn, seqs[0], window)
+        if done is not None:
+            return done
     affected = set(reach(conn, seqs, window))
     for seq in [] if arrived else seqs:
         affected.update(holding(conn, seq))
