@@ -110,11 +110,9 @@ def moved_past_signal(old: Facts, revision: Facts, dependent: Facts) -> list[Fin
 # -- timing ----------------------------------------------------------------------------------------
 
 # Words that say when something is over (English): "done by 07:00", "ends ~05:30".
-_END = re.compile(
-    r"\b(?:finish\w*|ends?|ended|done|ready|complet\w*|until|lands?)\b\D{0,12}?"
-    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
-    re.I,
-)
+_END_WORDS = r"finish\w*|ends?|ended|done|ready|complet\w*|until|lands?"
+_CLOCK_TEXT = r"\D{0,12}?(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)"
+_END = re.compile(rf"\b(?:{_END_WORDS})\b{_CLOCK_TEXT}", re.I)
 _WAIT = re.compile(
     r"\b(?:wait\w*|sleep\w*|pause\w*|after)\s+(?:for\s+)?(?:about\s+|~)?(\d+(?:\.\d+)?\s*"
     r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h))\b",
@@ -224,11 +222,8 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
 
 # -- the timeline: when each step is done ----------------------------------------------------------
 
-_END_CLOCK = re.compile(
-    r"\b(?:by|until|finish\w*|ends?|ended|done|ready|complet\w*|lands?)\b\D{0,12}?"
-    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)",
-    re.I,
-)
+# The same, and "by 06:40": in a step's own text, a time it is done by.
+_END_CLOCK = re.compile(rf"\b(?:by|{_END_WORDS})\b{_CLOCK_TEXT}", re.I)
 
 
 def timeline(procedure: Procedure) -> list[float | None]:
@@ -242,9 +237,7 @@ def timeline(procedure: Procedure) -> list[float | None]:
     times can be stale after a revision inserts a long step; the durations keep the
     chain honest."""
     texts = [f"{step.action} {step.detail}" for step in procedure.steps]
-    start = _start(procedure.trigger or "")
-    for text in texts:
-        start = start if start is not None else _start(text)
+    start = _first_time(procedure)
     if start is None:
         return [None] * len(texts)
     now, done = float(start), list[float | None]()
@@ -291,11 +284,10 @@ def _output_later(
     pairing = sequence.pair(before, after)
     back = {b: a for a, b in pairing.pairs.items()}
     i = back.get(j, _output_step(before, dependent))
-    old_done, new_done = old_times[i], new_times[j]
-    starts = [t for t in (_first_time(before),) if t is not None]
-    if old_done is None or new_done is None or not starts:
+    old_done, new_done, start = old_times[i], new_times[j], _first_time(before)
+    if old_done is None or new_done is None or start is None:
         return None
-    deadline = due + (1440 if due < starts[0] else 0)
+    deadline = due + (1440 if due < start else 0)
     if old_done <= deadline < new_done:
         step = after.steps[j].action
         return _late(
@@ -308,6 +300,7 @@ def _output_later(
 
 
 def _first_time(procedure: Procedure) -> int | None:
+    """The first time of day the procedure starts something at: its trigger, else a step."""
     for text in [procedure.trigger or ""] + [f"{s.action} {s.detail}" for s in procedure.steps]:
         at = _start(text)
         if at is not None:
