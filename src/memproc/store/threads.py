@@ -142,6 +142,11 @@ def _window_of(conn: apsw.Connection, member: _Member, window: Window) -> Entry:
         return NO_ENTRY
     before = _servable_side(conn, member, window.before, later=False)[::-1]
     after = _servable_side(conn, member, window.after, later=True)
+    return _entry(before, after)
+
+
+def _entry(before: Sequence[_Turn], after: Sequence[_Turn]) -> Entry:
+    """The entry of a memory with these servable turns before it and after it, in order."""
     return Entry(
         before_ids=tuple(turn.id for turn in before),
         after_ids=tuple(turn.id for turn in after),
@@ -244,13 +249,7 @@ def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] |
             continue
         before = line[max(0, position - window.before) : position]
         after = line[position + 1 : position + 1 + window.after]
-        entry = Entry(
-            before_ids=tuple(t.id for t in before),
-            after_ids=tuple(t.id for t in after),
-            before_text="\n".join(t.content for t in before) or None,
-            after_text="\n".join(t.content for t in after) or None,
-        )
-        if _store_entry(conn, reached, entry, window):
+        if _store_entry(conn, reached, _entry(before, after), window):
             written.append(turn.seq)
     return sorted(written)
 
