@@ -13,7 +13,8 @@ from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
 from memproc.store import NewMemory, Store
 from memproc.store.connection import ConnectionSettings
-from pgkit import PgServer, running_server
+from memproc.store.postgres.database import PgStore
+from pgkit import PgServer, fresh_database, running_server
 from searchkit import OpenRuntime, opener, settle
 
 
@@ -141,3 +142,20 @@ def pg_server() -> Iterator[PgServer]:
     it fails with the reason: the Postgres tests are never skipped."""
     with running_server() as server:
         yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a fresh, migrated database of its own on the session's server."""
+    with fresh_database(pg_server) as database_url:
+        yield database_url
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[PgStore]:
+    """A PgStore over a fresh database: the PostgreSQL twin of the `store` fixture."""
+    opened = PgStore(pg_url)
+    try:
+        yield opened
+    finally:
+        opened.close()

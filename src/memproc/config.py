@@ -26,7 +26,15 @@ class ConfigError(Exception):
 class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Every setting memproc reads. Field names are the TOML keys; env names are upper-cased."""
 
+    # An SQLite file (the default, embedded), or a PostgreSQL URL (`postgresql://user@host/db`)
+    # for a store shared across machines. The server's password never goes in the URL: it is
+    # read from `db_password_file`, or by libpq from PGPASSWORD or ~/.pgpass.
     db: str = "memory.db"
+    db_password_file: str = ""
+    # PostgreSQL only: connections this process keeps (reads run in parallel, one per worker
+    # thread), and the longest any one statement may run before it is stopped.
+    db_pool_size: Annotated[int, msgspec.Meta(ge=1, le=256)] = 8
+    db_statement_timeout_ms: Annotated[int, msgspec.Meta(ge=0, le=3_600_000)] = 30_000
     project: str | None = None
     scopes: list[str] = []
     workers: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4

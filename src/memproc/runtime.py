@@ -22,7 +22,7 @@ from memproc.retrieval.vectors import BackfillProgress, VectorService
 from memproc.scopes import ScopePolicy
 
 if TYPE_CHECKING:  # imported when first used, so that answering `ping` does not pay for them
-    from memproc.store import Store
+    from memproc.store.storage import Storage
     from memproc.wire.messages import ProgressParams
 
 log = logging.getLogger("memproc.runtime")
@@ -41,7 +41,7 @@ class Runtime:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.scopes = ScopePolicy(config.project, config.scopes)
-        self._store: Store | None = None
+        self._store: Storage | None = None
         self._store_error: MemprocError | None = None
         self._store_lock = threading.Lock()
         self.models = ModelManager(
@@ -59,24 +59,19 @@ class Runtime:
 
     def open_store(self) -> None:
         """Try to open the store now; remember why if it fails."""
-        from memproc.store import Store
-        from memproc.store.connection import ConnectionSettings
+        from memproc.store import open_store
 
         with self._store_lock:
             if self._store is not None:
                 return
-            settings = ConnectionSettings(
-                busy_timeout_ms=self.config.busy_timeout_ms,
-                synchronous=self.config.synchronous,
-            )
             try:
-                self._store = Store(self.config.db, settings)
+                self._store = open_store(self.config)
                 self._store_error = None
             except MemprocError as exc:
                 self._store_error = exc
                 log.error("store unavailable", extra={"reason": exc.data.get("reason")})
 
-    def store(self) -> Store:
+    def store(self) -> Storage:
         if self._store is None:
             self.open_store()
         if self._store is None:

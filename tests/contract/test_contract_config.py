@@ -209,7 +209,9 @@ def test_show_prints_the_same_values_as_text(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == len(Config.__struct_fields__)
     assert re.fullmatch(r"workers = 8 +# file", lines[Config.__struct_fields__.index("workers")])
-    assert re.fullmatch(r"project = null +# default", lines[1])
+    assert re.fullmatch(
+        r"project = null +# default", lines[Config.__struct_fields__.index("project")]
+    )
 
 
 def test_show_redacts_the_password_of_a_url(tmp_path: Path) -> None:

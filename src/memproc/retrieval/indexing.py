@@ -15,8 +15,8 @@ from typing import Any, Literal
 import msgspec
 
 from memproc.retrieval.chunking import chunk_text
-from memproc.store import Store
 from memproc.store import vectors as vector_sql
+from memproc.store.storage import Storage
 from memproc.store.vectors import EmbedderRow, PendingMemory
 
 log = logging.getLogger("memproc.indexing")
@@ -96,7 +96,7 @@ def embed_contents(
 class VectorIndex:
     """One embedder's view of the store: its registry row and the vectors it owns."""
 
-    def __init__(self, store: Store, embedder: Any) -> None:
+    def __init__(self, store: Storage, embedder: Any) -> None:
         self.store = store
         self.embedder = embedder
         self.fingerprint = embedder_fingerprint(embedder)

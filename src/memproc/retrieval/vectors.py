@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported when first used, so that answering `ping` does not
     from memproc.models.manager import ModelManager
     from memproc.retrieval.dense_cache import DenseCache
     from memproc.retrieval.indexing import VectorIndex
-    from memproc.store import Store
+    from memproc.store.storage import Storage
     from memproc.store.vectors import EmbedderRow
 
 log = logging.getLogger("memproc.vectors")
@@ -38,7 +38,7 @@ class VectorService:
     def __init__(
         self,
         models: ModelManager,
-        store: Callable[[], Store],
+        store: Callable[[], Storage],
         background: BackgroundWork,
         dense_copy_max_rows: int,
         model_wait_s: float = 5.0,

@@ -16,6 +16,7 @@ import orjson
 
 from memproc.store.events import EventRow, latest_challenges
 from memproc.store.records import MemoryRecord
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import InactiveState, Status
 
@@ -33,6 +34,7 @@ def memory_ref(memory_id: str) -> str:
     return f"{MEMORY_REF}{memory_id}"
 
 
+@routed
 def annotate(conn: apsw.Connection, records: Sequence[MemoryRecord]) -> dict[int, Annotation]:
     """An Annotation for each record, by seq (empty ones included)."""
     found = {record.seq: Annotation() for record in records}

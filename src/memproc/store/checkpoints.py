@@ -11,6 +11,7 @@ import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 
 # Rows that are the newest revision of their task.
@@ -55,6 +56,7 @@ _row = RowDecoder(
 _COLUMNS = _row.columns()
 
 
+@routed
 def newest(conn: apsw.Connection, scope: str, task: str) -> CheckpointRow | None:
     """The task's highest revision, a clear included."""
     row = conn.execute(
@@ -65,6 +67,7 @@ def newest(conn: apsw.Connection, scope: str, task: str) -> CheckpointRow | None
     return None if row is None else _row(row)
 
 
+@routed
 def revision(conn: apsw.Connection, scope: str, task: str, number: int) -> CheckpointRow | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM checkpoints WHERE scope = ? AND task = ? AND revision = ?",
@@ -73,6 +76,7 @@ def revision(conn: apsw.Connection, scope: str, task: str, number: int) -> Check
     return None if row is None else _row(row)
 
 
+@routed
 def append(
     conn: apsw.Connection,
     scope: str,
@@ -111,6 +115,7 @@ def append(
     )
 
 
+@routed
 def list_current(
     conn: apsw.Connection, scope: str, *, before_seq: int | None, limit: int
 ) -> list[CheckpointRow]:
@@ -124,6 +129,7 @@ def list_current(
     return [_row(row) for row in rows]
 
 
+@routed
 def count_current(conn: apsw.Connection, scope: str) -> int:
     return int(
         conn.execute(

@@ -10,7 +10,10 @@ from collections.abc import Iterable
 
 import apsw
 
+from memproc.store.routing import routed
 
+
+@routed
 def add(conn: apsw.Connection, scope: str, citing: str, cited: Iterable[str]) -> None:
     """Record that `citing` rests on each of `cited` (repeats are ignored)."""
     conn.executemany(
@@ -19,6 +22,7 @@ def add(conn: apsw.Connection, scope: str, citing: str, cited: Iterable[str]) ->
     )
 
 
+@routed
 def citing(conn: apsw.Connection, scope: str, cited: str) -> list[str]:
     """Every reference in `scope` that cites `cited`, in a stable order."""
     rows = conn.execute(
@@ -28,6 +32,7 @@ def citing(conn: apsw.Connection, scope: str, cited: str) -> list[str]:
     return [row[0] for row in rows]
 
 
+@routed
 def cited_by(conn: apsw.Connection, scope: str, citing_ref: str) -> list[str]:
     """Every reference that `citing_ref` cites."""
     rows = conn.execute(
@@ -37,6 +42,7 @@ def cited_by(conn: apsw.Connection, scope: str, citing_ref: str) -> list[str]:
     return [row[0] for row in rows]
 
 
+@routed
 def remove_citing(conn: apsw.Connection, scope: str, citing_ref: str) -> None:
     """Forget what `citing_ref` cites (used when its record is purged)."""
     conn.execute("DELETE FROM citations WHERE scope = ? AND citing = ?", (scope, citing_ref))

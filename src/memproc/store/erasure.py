@@ -25,8 +25,10 @@ from memproc.store import citations, events, revisions, threads, vectors
 from memproc.store.annotations import memory_ref
 from memproc.store.memories import content_hash
 from memproc.store.records import MemoryRecord
+from memproc.store.routing import routed
 
 
+@routed
 def erase(
     conn: apsw.Connection, record: MemoryRecord, updated_at: str, window: threads.Window
 ) -> list[int]:

@@ -11,6 +11,7 @@ import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import Status
 
@@ -32,6 +33,7 @@ _row = RowDecoder(EventRow, json=("source",))
 _COLUMNS = _row.columns()
 
 
+@routed
 def record(
     conn: apsw.Connection,
     memory_seq: int,
@@ -59,6 +61,7 @@ def record(
     )
 
 
+@routed
 def list_all(conn: apsw.Connection, memory_seq: int) -> list[EventRow]:
     """Oldest first."""
     rows = conn.execute(
@@ -67,6 +70,7 @@ def list_all(conn: apsw.Connection, memory_seq: int) -> list[EventRow]:
     return [_row(row) for row in rows]
 
 
+@routed
 def latest_challenges(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict[int, EventRow]:
     """For each memory, its most recent move into `challenged` (the challenge it is under
     when its status is challenged)."""
@@ -79,6 +83,7 @@ def latest_challenges(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict
     return {event.memory_seq: event for event in map(_row, rows)}
 
 
+@routed
 def delete_all(conn: apsw.Connection, memory_seq: int) -> None:
     """A purge erases the log too: its reasons may quote what was purged."""
     conn.execute("DELETE FROM memory_events WHERE memory_seq = ?", (memory_seq,))

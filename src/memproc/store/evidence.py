@@ -11,6 +11,7 @@ import apsw
 import msgspec
 
 from memproc.clock import now_rfc3339
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import Status
 
@@ -41,6 +42,7 @@ _row = RowDecoder(EvidenceRow)
 _COLUMNS = _row.columns()
 
 
+@routed
 def insert(conn: apsw.Connection, new: NewEvidence) -> EvidenceRow:
     recorded_at = now_rfc3339()
     conn.execute(
@@ -60,6 +62,7 @@ def insert(conn: apsw.Connection, new: NewEvidence) -> EvidenceRow:
     )
 
 
+@routed
 def get(conn: apsw.Connection, scope: str, evidence_id: str) -> EvidenceRow | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM evidence WHERE scope = ? AND evidence_id = ?",
@@ -68,6 +71,7 @@ def get(conn: apsw.Connection, scope: str, evidence_id: str) -> EvidenceRow | No
     return None if row is None else _row(row)
 
 
+@routed
 def list_page(
     conn: apsw.Connection,
     scope: str,
@@ -95,6 +99,7 @@ def list_page(
     return [_row(row) for row in rows]
 
 
+@routed
 def count(conn: apsw.Connection, scope: str) -> int:
     return int(conn.execute("SELECT count(*) FROM evidence WHERE scope = ?", (scope,)).get)
 
@@ -106,6 +111,7 @@ class _MemoryStatus(msgspec.Struct, frozen=True, array_like=True):
 _memory_status = RowDecoder(_MemoryStatus)
 
 
+@routed
 def memory_status(conn: apsw.Connection, scope: str, memory_id: str) -> Status | None:
     """The status of a memory an evidence record rests on; only the status, so a purged
     tombstone (which has no content) is read the same way as any other row."""

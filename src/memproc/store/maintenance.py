@@ -14,6 +14,7 @@ import orjson
 
 from memproc.store.quoting import quote_identifier
 from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.routing import routed
 from memproc.store.vectors import (
     EmbedderRow,
     all_embedders,
@@ -58,6 +59,7 @@ class IndexReport:
         return self.fts_ok and all(e.clean for e in self.embedders)
 
 
+@routed
 def verify(conn: apsw.Connection) -> IndexReport:
     memories = int(conn.execute("SELECT count(*) FROM memories").get or 0)
     searchable = conn.execute(
@@ -113,10 +115,12 @@ def _embedder_drift(conn: apsw.Connection, row: EmbedderRow) -> EmbedderDrift:
     )
 
 
+@routed
 def rebuild_fts(conn: apsw.Connection) -> None:
     conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
 
 
+@routed
 def drop_drifted_vectors(conn: apsw.Connection, row: EmbedderRow) -> int:
     """Delete every vector and record that verify would flag, so a backfill can redo them:
     inactive or edited memories' vectors, chunk-count mismatches, vectors of deleted memories,
@@ -158,6 +162,7 @@ def _drop_orphans(conn: apsw.Connection, row: EmbedderRow) -> int:
     return len(vec_rowids ^ listed)
 
 
+@routed
 def sqlite_vec_version(conn: apsw.Connection) -> str:
     """The loaded sqlite-vec extension's own version, for `memproc doctor`."""
     return str(conn.execute("SELECT vec_version()").get)

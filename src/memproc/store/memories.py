@@ -21,6 +21,7 @@ from memproc.store.records import (
     NewMemory,
     SearchRow,
 )
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import Status
 
@@ -42,6 +43,7 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+@routed
 def find_by_client_token(conn: apsw.Connection, scope: str, token: str) -> str | None:
     row = conn.execute(
         "SELECT id FROM memories WHERE scope = ? AND client_token = ?", (scope, token)
@@ -49,6 +51,7 @@ def find_by_client_token(conn: apsw.Connection, scope: str, token: str) -> str |
     return None if row is None else row[0]
 
 
+@routed
 def find_live_duplicate(conn: apsw.Connection, new: NewMemory) -> str | None:
     """The id of a live memory with exactly this content in this scope and kind, if any."""
     row = conn.execute(
@@ -65,6 +68,7 @@ def find_live_duplicate(conn: apsw.Connection, new: NewMemory) -> str | None:
     return None if row is None else row[0]
 
 
+@routed
 def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
     """Insert an active memory with its first revision and its first log entry; returns its
     id and seq."""
@@ -102,6 +106,7 @@ def insert(conn: apsw.Connection, new: NewMemory) -> tuple[str, int]:
     return memory_id, seq
 
 
+@routed
 def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND id = ?", (scope, memory_id)
@@ -109,6 +114,7 @@ def get(conn: apsw.Connection, scope: str, memory_id: str) -> MemoryRecord | Non
     return None if row is None else MEMORY_ROW(row)
 
 
+@routed
 def get_many_by_seq(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM memories WHERE seq IN (SELECT value FROM json_each(?))",
@@ -117,6 +123,7 @@ def get_many_by_seq(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Mem
     return {record.seq: record for record in map(MEMORY_ROW, rows)}
 
 
+@routed
 def list_page(
     conn: apsw.Connection,
     scope: str,
@@ -143,6 +150,7 @@ def list_page(
     return [MEMORY_ROW(row) for row in rows]
 
 
+@routed
 def set_status(conn: apsw.Connection, seq: int, status: str, reason: str | None) -> None:
     """Change a memory's status; one leaving the searchable states loses its vectors too."""
     conn.execute(
@@ -153,6 +161,7 @@ def set_status(conn: apsw.Connection, seq: int, status: str, reason: str | None)
         vectors.delete_vectors(conn, seq)
 
 
+@routed
 def replace_content(conn: apsw.Connection, seq: int, content: str, revision: int) -> None:
     """Make `content` current (its revision row is written by the caller). FTS follows by
     trigger; the vectors go stale by content hash, and the backfill or the caller redoes them."""
@@ -163,6 +172,7 @@ def replace_content(conn: apsw.Connection, seq: int, content: str, revision: int
     )
 
 
+@routed
 def set_successor(conn: apsw.Connection, seq: int, successor_id: str, moment: str) -> None:
     """Name the successor and close the window at the moment of succession (a window that
     already ended earlier keeps its end)."""
@@ -174,6 +184,7 @@ def set_successor(conn: apsw.Connection, seq: int, successor_id: str, moment: st
     )
 
 
+@routed
 def set_window(
     conn: apsw.Connection, seq: int, valid_from: str | None, valid_until: str | None
 ) -> None:
@@ -192,6 +203,7 @@ class _IdStatus(msgspec.Struct, frozen=True, array_like=True):
 _id_status = RowDecoder(_IdStatus)
 
 
+@routed
 def statuses(conn: apsw.Connection, scope: str, memory_ids: Sequence[str]) -> dict[str, Status]:
     """The status of each of `memory_ids` that exists in `scope` (other scopes' are absent).
 
@@ -224,6 +236,7 @@ _SERVABLE = (
 )
 
 
+@routed
 def search_lexical(
     conn: apsw.Connection,
     match: str,
@@ -313,6 +326,7 @@ def _servable_in_order(
     return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=ranked[row[-1]][1]) for row in rows]
 
 
+@routed
 def context_of(conn: apsw.Connection, seq: int) -> str | None:
     """A memory's context (searched and embedded, never returned, so not in MemoryRecord)."""
     row = conn.execute("SELECT context FROM memories WHERE seq = ?", (seq,)).fetchone()
@@ -322,6 +336,7 @@ def context_of(conn: apsw.Connection, seq: int) -> str | None:
 MatchSource = Literal["own", "neighbours", "both"]
 
 
+@routed
 def match_sources(conn: apsw.Connection, match: str, seqs: Sequence[int]) -> dict[int, MatchSource]:
     """For explain: whether the lexical query matched each of `seqs` in its own text ("own"),
     only in its thread neighbours' text ("neighbours"), or in both ("both"). Two probes of

@@ -15,6 +15,7 @@ import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import EpisodeOutcome
 
@@ -29,6 +30,7 @@ class NewEpisode:
     notes: str
 
 
+@routed
 def insert_episode(conn: apsw.Connection, new: NewEpisode) -> str:
     """Record an episode and count its outcome on the procedure."""
     episode_id = uuid7()
@@ -54,6 +56,7 @@ def insert_episode(conn: apsw.Connection, new: NewEpisode) -> str:
     return episode_id
 
 
+@routed
 def episode_exists(conn: apsw.Connection, scope: str, episode_id: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM episodes WHERE scope = ? AND id = ?", (scope, episode_id)
@@ -78,6 +81,7 @@ _entry = RowDecoder(AuditEntry, json=("detail",))
 _ENTRY_COLUMNS = _entry.columns()
 
 
+@routed
 def append(
     conn: apsw.Connection,
     scope: str,
@@ -105,6 +109,7 @@ def append(
     )
 
 
+@routed
 def entries(
     conn: apsw.Connection, scope: str, procedure_id: str | None, after_seq: int, limit: int
 ) -> list[AuditEntry]:

@@ -18,6 +18,7 @@ import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import VersionStatus
 
@@ -59,6 +60,7 @@ def _one(conn: apsw.Connection, where: str, bindings: tuple[Any, ...]) -> Versio
 # -- procedures and versions -----------------------------------------------------------------
 
 
+@routed
 def find_id_by_name(conn: apsw.Connection, scope: str, name: str) -> str | None:
     row = conn.execute(
         "SELECT id FROM procedures WHERE scope = ? AND name = ?", (scope, name)
@@ -66,6 +68,7 @@ def find_id_by_name(conn: apsw.Connection, scope: str, name: str) -> str | None:
     return None if row is None else row[0]
 
 
+@routed
 def exists(conn: apsw.Connection, scope: str, procedure_id: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM procedures WHERE scope = ? AND id = ?", (scope, procedure_id)
@@ -73,6 +76,7 @@ def exists(conn: apsw.Connection, scope: str, procedure_id: str) -> bool:
     return row is not None
 
 
+@routed
 def insert_procedure(conn: apsw.Connection, scope: str, name: str) -> str:
     procedure_id = uuid7()
     now = now_rfc3339()
@@ -97,6 +101,7 @@ class NewVersion:
     id: str | None = None  # chosen by the caller when something must name it before the insert
 
 
+@routed
 def insert_version(conn: apsw.Connection, new: NewVersion) -> VersionRecord:
     """Insert the next version of a procedure; its number follows the highest so far."""
     version_id = new.id or uuid7()
@@ -132,16 +137,19 @@ def insert_version(conn: apsw.Connection, new: NewVersion) -> VersionRecord:
     return found
 
 
+@routed
 def get_version(conn: apsw.Connection, scope: str, version_id: str) -> VersionRecord | None:
     return _one(conn, "v.scope = ? AND v.id = ?", (scope, version_id))
 
 
+@routed
 def current_version(conn: apsw.Connection, scope: str, procedure_id: str) -> VersionRecord | None:
     return _one(
         conn, "v.scope = ? AND v.procedure_id = ? AND v.status = 'current'", (scope, procedure_id)
     )
 
 
+@routed
 def set_status(conn: apsw.Connection, version_id: str, status: VersionStatus) -> None:
     conn.execute(
         "UPDATE procedure_versions SET status = ?, updated_at = ? WHERE id = ?",
@@ -149,6 +157,7 @@ def set_status(conn: apsw.Connection, version_id: str, status: VersionStatus) ->
     )
 
 
+@routed
 def set_findings(conn: apsw.Connection, version_id: str, findings: list[dict[str, Any]]) -> None:
     """Replace a quarantined revision's findings: what the judge's answers made of them."""
     conn.execute(
@@ -157,6 +166,7 @@ def set_findings(conn: apsw.Connection, version_id: str, findings: list[dict[str
     )
 
 
+@routed
 def promote(conn: apsw.Connection, scope: str, version: VersionRecord) -> None:
     """Make `version` current and retire the version that was: both inside the caller's
     transaction, retiring first so the one-current index never sees two."""
@@ -171,6 +181,7 @@ def promote(conn: apsw.Connection, scope: str, version: VersionRecord) -> None:
     )
 
 
+@routed
 def current_procedures(conn: apsw.Connection, scope: str) -> list[VersionRecord]:
     """Every current procedure version of a scope, oldest procedure first (for context.get
     and for gates that compare against everything)."""
@@ -182,6 +193,7 @@ def current_procedures(conn: apsw.Connection, scope: str) -> list[VersionRecord]
     return [_record(row) for row in rows]
 
 
+@routed
 def current_by_ids(
     conn: apsw.Connection, scope: str, procedure_ids: Iterable[str]
 ) -> list[VersionRecord]:
@@ -193,6 +205,7 @@ def current_by_ids(
     return [_record(row) for row in rows]
 
 
+@routed
 def current_by_seqs(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, VersionRecord]:
     rows = conn.execute(
         f"SELECT {_VERSION_COLUMNS} {_FROM} WHERE v.status = 'current' "
@@ -202,6 +215,7 @@ def current_by_seqs(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Ver
     return {record.seq: record for record in map(_record, rows)}
 
 
+@routed
 def list_current_page(
     conn: apsw.Connection, scope: str, before_seq: int | None, limit: int
 ) -> list[VersionRecord]:
@@ -215,12 +229,14 @@ def list_current_page(
     return [_record(row[:-1]) for row in rows]
 
 
+@routed
 def procedure_seq(conn: apsw.Connection, procedure_id: str) -> int:
     row = conn.execute("SELECT seq FROM procedures WHERE id = ?", (procedure_id,)).fetchone()
     assert row is not None
     return int(row[0])
 
 
+@routed
 def quarantined(conn: apsw.Connection, scope: str, limit: int) -> list[VersionRecord]:
     rows = conn.execute(
         f"SELECT {_VERSION_COLUMNS} {_FROM} WHERE v.scope = ? AND v.status = 'quarantined' "
@@ -233,6 +249,7 @@ def quarantined(conn: apsw.Connection, scope: str, limit: int) -> list[VersionRe
 # -- the gate's candidate index ----------------------------------------------------------------
 
 
+@routed
 def replace_keys(conn: apsw.Connection, scope: str, procedure_id: str, keys: Iterable[str]) -> None:
     conn.execute("DELETE FROM procedure_keys WHERE procedure_id = ?", (procedure_id,))
     conn.executemany(
@@ -241,6 +258,7 @@ def replace_keys(conn: apsw.Connection, scope: str, procedure_id: str, keys: Ite
     )
 
 
+@routed
 def candidate_ids(conn: apsw.Connection, scope: str, keys: Iterable[str]) -> list[str]:
     """Procedures filed under any of `keys`: those that may depend on a revision."""
     rows = conn.execute(
@@ -254,6 +272,7 @@ def candidate_ids(conn: apsw.Connection, scope: str, keys: Iterable[str]) -> lis
 # -- search -------------------------------------------------------------------------------------
 
 
+@routed
 def search_lexical(
     conn: apsw.Connection, scope: str, match: str, limit: int
 ) -> list[tuple[int, float]]:
@@ -268,6 +287,7 @@ def search_lexical(
     return [(int(seq), float(score)) for seq, score in rows]
 
 
+@routed
 def vectors(conn: apsw.Connection, fingerprint: str, seqs: Sequence[int]) -> dict[int, bytes]:
     rows = conn.execute(
         "SELECT version_seq, vector FROM procedure_vectors WHERE fingerprint = ? "
@@ -277,6 +297,7 @@ def vectors(conn: apsw.Connection, fingerprint: str, seqs: Sequence[int]) -> dic
     return {int(seq): bytes(vector) for seq, vector in rows}
 
 
+@routed
 def put_vector(conn: apsw.Connection, seq: int, fingerprint: str, vector: bytes) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO procedure_vectors (version_seq, fingerprint, vector) "
@@ -288,6 +309,7 @@ def put_vector(conn: apsw.Connection, seq: int, fingerprint: str, vector: bytes)
 # -- entity aliases -------------------------------------------------------------------------------
 
 
+@routed
 def add_aliases(conn: apsw.Connection, scope: str, name: str, aliases: Iterable[str]) -> None:
     """File `aliases` as other names of `name` in `scope`; repeating one changes nothing."""
     now = now_rfc3339()
@@ -297,6 +319,7 @@ def add_aliases(conn: apsw.Connection, scope: str, name: str, aliases: Iterable[
     )
 
 
+@routed
 def aliases(conn: apsw.Connection, scope: str) -> dict[str, set[str]]:
     """Every entity of `scope` that has aliases -> its aliases."""
     found: dict[str, set[str]] = {}

@@ -14,6 +14,7 @@ import orjson
 
 from memproc.store import validity
 from memproc.store.records import MEMORY_ROW, SEARCHABLE_STATUSES, MemoryRecord
+from memproc.store.routing import routed
 from memproc.wire.vocabulary import Status
 
 # "recent": newest first. "weighty": most important first, then newest.
@@ -29,6 +30,7 @@ _WINDOW_HOLDS = (
 )
 
 
+@routed
 def live_of_kind(
     conn: apsw.Connection, scope: str, kind: str, order: Order, limit: int, now: str
 ) -> list[MemoryRecord]:
@@ -42,6 +44,7 @@ def live_of_kind(
     return [MEMORY_ROW(row) for row in rows]
 
 
+@routed
 def count_live_of_kind(conn: apsw.Connection, scope: str, kind: str, now: str) -> int:
     return int(
         conn.execute(
@@ -52,6 +55,7 @@ def count_live_of_kind(conn: apsw.Connection, scope: str, kind: str, now: str) -
     )
 
 
+@routed
 def held_of_kind_at(
     conn: apsw.Connection, scope: str, kind: str, order: Order, limit: int, as_of: str
 ) -> tuple[list[tuple[MemoryRecord, Status]], int]:

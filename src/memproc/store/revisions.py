@@ -13,6 +13,7 @@ import msgspec
 import orjson
 
 from memproc.clock import now_rfc3339
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 
 
@@ -30,6 +31,7 @@ _row = RowDecoder(RevisionRow, json=("source",))
 _COLUMNS = _row.columns()
 
 
+@routed
 def add(
     conn: apsw.Connection,
     memory_seq: int,
@@ -56,6 +58,7 @@ def add(
     )
 
 
+@routed
 def list_all(conn: apsw.Connection, memory_seq: int) -> list[RevisionRow]:
     """Oldest first."""
     rows = conn.execute(
@@ -65,6 +68,7 @@ def list_all(conn: apsw.Connection, memory_seq: int) -> list[RevisionRow]:
     return [_row(row) for row in rows]
 
 
+@routed
 def delete_all(conn: apsw.Connection, memory_seq: int) -> None:
     """Every revision of a memory goes (purge); secure_delete zeroes the freed bytes."""
     conn.execute("DELETE FROM memory_revisions WHERE memory_seq = ?", (memory_seq,))

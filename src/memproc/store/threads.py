@@ -25,6 +25,7 @@ import msgspec
 import orjson
 
 from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 
 _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
@@ -155,6 +156,7 @@ def _entry(before: Sequence[_Turn], after: Sequence[_Turn]) -> Entry:
     )
 
 
+@routed
 def reach(conn: apsw.Connection, seqs: Iterable[int], window: Window) -> list[int]:
     """The memories whose index entry may change when the memories `seqs` arrive, change or
     enter or leave the servable states: each of them, the `window.after` servable turns
@@ -171,6 +173,7 @@ def reach(conn: apsw.Connection, seqs: Iterable[int], window: Window) -> list[in
     return sorted(found)
 
 
+@routed
 def holding(conn: apsw.Connection, seq: int) -> list[int]:
     """The memories of seq's thread whose stored entry names it, whatever window made them
     (a window setting may have changed since): for a memory that leaves or changes, so
@@ -189,6 +192,7 @@ def holding(conn: apsw.Connection, seq: int) -> list[int]:
     return [int(found) for (found,) in rows]
 
 
+@routed
 def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[int]:
     """Recompute the index entry of each of `seqs` and write those that differ; returns the
     seqs whose vectors the write made stale (by `index_sha256`: with dense windows, every
@@ -254,6 +258,7 @@ def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] |
     return sorted(written)
 
 
+@routed
 def refresh(
     conn: apsw.Connection, seqs: Iterable[int], window: Window, *, arrived: bool = False
 ) -> list[int]:
@@ -271,10 +276,12 @@ def refresh(
     return rewrite(conn, sorted(affected), window)
 
 
+@routed
 def newest_seq(conn: apsw.Connection) -> int:
     return int(conn.execute("SELECT coalesce(max(seq), 0) FROM memories").get or 0)
 
 
+@routed
 def threaded_since(conn: apsw.Connection, after_seq: int) -> list[int]:
     """Memories with a thread key written after `after_seq` (an import's), in seq order."""
     rows = conn.execute(
@@ -283,6 +290,7 @@ def threaded_since(conn: apsw.Connection, after_seq: int) -> list[int]:
     return [int(seq) for (seq,) in rows]
 
 
+@routed
 def threaded_seqs(conn: apsw.Connection) -> list[int]:
     """Every memory with a thread key, for `memproc index rebuild` (a new window setting)."""
     return [
@@ -298,6 +306,7 @@ class Neighbours:
     after: list[str]
 
 
+@routed
 def neighbours(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Neighbours]:
     """The neighbour ids of each of `seqs` that has any."""
     rows = conn.execute(
@@ -312,6 +321,7 @@ def neighbours(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Neighbou
     return found
 
 
+@routed
 def thread_text(conn: apsw.Connection, seq: int) -> tuple[str | None, str | None]:
     """(before, after) neighbour text of one memory, as its index entry holds it."""
     row = conn.execute(

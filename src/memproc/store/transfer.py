@@ -24,6 +24,7 @@ import apsw
 
 from memproc.errors import InvalidParams
 from memproc.store.quoting import quote_identifier
+from memproc.store.routing import routed
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -169,10 +170,12 @@ def _from_clause(family: Family) -> str:
     return f"FROM {table} AS t WHERE :scope IS NULL OR t.scope = :scope"
 
 
+@routed
 def count(conn: apsw.Connection, family: Family, scope: str | None) -> int:
     return int(conn.execute(f"SELECT count(*) {_from_clause(family)}", {"scope": scope}).get or 0)
 
 
+@routed
 def export_rows(
     conn: apsw.Connection, family: Family, scope: str | None
 ) -> Iterator[dict[str, Any]]:
@@ -187,6 +190,7 @@ def export_rows(
         yield dict(zip(names, row, strict=True))
 
 
+@routed
 def scopes(conn: apsw.Connection) -> list[str]:
     """Every scope that holds any record, for `export --all`'s header."""
     union = " UNION ".join(
@@ -230,6 +234,7 @@ def _sha256(text: object) -> str:
     return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
 
 
+@routed
 def insert_record(
     conn: apsw.Connection, family: Family, record: dict[str, Any], tally: ImportTally
 ) -> None:

@@ -22,6 +22,7 @@ import orjson
 
 from memproc.lifecycle import HIDDEN, STATES
 from memproc.store.records import MEMORY_ROW, MemoryRecord, SearchRow
+from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
 from memproc.wire.vocabulary import Status
 
@@ -64,6 +65,7 @@ class _SeqState(msgspec.Struct, frozen=True, array_like=True):
 _seq_state = RowDecoder(_SeqState)
 
 
+@routed
 def states_at(
     conn: apsw.Connection, seqs: Sequence[int], as_of: str, *, history: bool
 ) -> dict[int, Status]:
@@ -79,6 +81,7 @@ def states_at(
     return {found.seq: found.state for found in map(_seq_state, rows)}
 
 
+@routed
 def search_lexical_at(
     conn: apsw.Connection,
     match: str,
@@ -113,6 +116,7 @@ def search_lexical_at(
     return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=row[-1]) for row in rows]
 
 
+@routed
 def of_kind_at(
     conn: apsw.Connection, scope: str, kind: str, order_by: str, limit: int, as_of: str
 ) -> tuple[list[tuple[MemoryRecord, Status]], int]:

@@ -16,6 +16,7 @@ import orjson
 from memproc.clock import now_rfc3339
 from memproc.store.quoting import quote_identifier
 from memproc.store.records import SEARCHABLE_STATUSES
+from memproc.store.routing import routed
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ _PENDING_COLUMNS = (
 )
 
 
+@routed
 def find_embedder(conn: apsw.Connection, fingerprint: str) -> EmbedderRow | None:
     row = conn.execute(
         "SELECT id, name, dims FROM embedders WHERE fingerprint = ?", (fingerprint,)
@@ -61,6 +63,7 @@ def find_embedder(conn: apsw.Connection, fingerprint: str) -> EmbedderRow | None
     return None if row is None else EmbedderRow(*row)
 
 
+@routed
 def register_embedder(conn: apsw.Connection, name: str, fingerprint: str, dims: int) -> EmbedderRow:
     """Find or create the embedder's row and its vec0 table (inside the caller's write)."""
     found = find_embedder(conn, fingerprint)
@@ -79,6 +82,7 @@ def register_embedder(conn: apsw.Connection, name: str, fingerprint: str, dims: 
     return row
 
 
+@routed
 def all_embedders(conn: apsw.Connection) -> list[EmbedderRow]:
     return [EmbedderRow(*row) for row in conn.execute("SELECT id, name, dims FROM embedders")]
 
@@ -88,6 +92,7 @@ JOURNAL_KEEP = 200_000
 JOURNAL_TRIM_EVERY = 10_000
 
 
+@routed
 def put_vectors(
     conn: apsw.Connection,
     embedder: EmbedderRow,
@@ -99,6 +104,7 @@ def put_vectors(
     add_vectors(conn, embedder, memory, vectors)
 
 
+@routed
 def add_vectors(
     conn: apsw.Connection,
     embedder: EmbedderRow,
@@ -128,12 +134,14 @@ def add_vectors(
     )
 
 
+@routed
 def delete_vectors(conn: apsw.Connection, memory_seq: int) -> None:
     """Drop a memory's vectors under every embedder (it left the searchable states)."""
     for embedder in all_embedders(conn):
         remove_memory_vectors(conn, embedder, memory_seq)
 
 
+@routed
 def remove_memory_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_seq: int) -> None:
     """Delete one memory's vec0 rows for one embedder (and its record), journalling each."""
     table = quote_identifier(embedder.table)
@@ -154,6 +162,7 @@ def remove_memory_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_s
     )
 
 
+@routed
 def journal(conn: apsw.Connection, embedder_id: int, rowid: int, *, added: bool) -> None:
     conn.execute(
         "INSERT INTO vector_journal (embedder_id, vec_rowid, added) VALUES (?, ?, ?)",
@@ -167,6 +176,7 @@ def journal(conn: apsw.Connection, embedder_id: int, rowid: int, *, added: bool)
 # -- what a process's in-memory copy of the vectors reads ---------------------------------------
 
 
+@routed
 def journal_bounds(conn: apsw.Connection, embedder: EmbedderRow) -> tuple[int, int]:
     """(oldest, newest) journal ids for this embedder; (0, 0) when it has none."""
     # Two subqueries, not min() and max() in one: SQLite answers a lone min() or max() from
@@ -180,6 +190,7 @@ def journal_bounds(conn: apsw.Connection, embedder: EmbedderRow) -> tuple[int, i
     return int(row[0]), int(row[1])
 
 
+@routed
 def journal_since(
     conn: apsw.Connection, embedder: EmbedderRow, after_id: int
 ) -> list[tuple[int, bool]]:
@@ -194,12 +205,14 @@ def journal_since(
 VectorRow = tuple[int, str, str, int, bytes]  # rowid, scope, kind, memory_seq, embedding
 
 
+@routed
 def iter_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> Iterator[VectorRow]:
     """Every vector row, streamed (100k rows are 150 MB: never hold them all as a list)."""
     table = quote_identifier(embedder.table)
     yield from conn.execute(f"SELECT rowid, scope, kind, memory_seq, embedding FROM {table}")
 
 
+@routed
 def count_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> int:
     return int(
         conn.execute("SELECT count(*) FROM vector_rows WHERE embedder_id = ?", (embedder.id,)).get
@@ -207,6 +220,7 @@ def count_vector_rows(conn: apsw.Connection, embedder: EmbedderRow) -> int:
     )
 
 
+@routed
 def vector_rows_by_id(
     conn: apsw.Connection, embedder: EmbedderRow, rowids: Sequence[int]
 ) -> list[VectorRow]:
@@ -215,6 +229,7 @@ def vector_rows_by_id(
     return [row for rowid in rowids for row in conn.execute(sql, (rowid,))]
 
 
+@routed
 def pending_memories(
     conn: apsw.Connection, embedder: EmbedderRow, limit: int, after_seq: int = 0
 ) -> list[PendingMemory]:
@@ -235,6 +250,7 @@ def pending_memories(
     return [PendingMemory(*row) for row in rows]
 
 
+@routed
 def pending_among(
     conn: apsw.Connection, embedder: EmbedderRow, seqs: Sequence[int]
 ) -> list[PendingMemory]:
@@ -255,6 +271,7 @@ def pending_among(
     return [PendingMemory(*row) for row in rows]
 
 
+@routed
 def is_current(conn: apsw.Connection, memory: PendingMemory) -> bool:
     """The memory still has this content (and thread window) and is still searchable (it was
     not edited, re-windowed or deactivated while its vectors were computed outside the
@@ -267,6 +284,7 @@ def is_current(conn: apsw.Connection, memory: PendingMemory) -> bool:
     return found is not None
 
 
+@routed
 def count_pending(conn: apsw.Connection, embedder: EmbedderRow | None) -> int:
     """Searchable memories without current vectors for `embedder` (all of them when the
     embedder was never registered: nothing was embedded with it)."""
@@ -288,6 +306,7 @@ def count_pending(conn: apsw.Connection, embedder: EmbedderRow | None) -> int:
     return int(row or 0)
 
 
+@routed
 def nearest(
     conn: apsw.Connection,
     embedder: EmbedderRow,
@@ -320,6 +339,7 @@ def nearest(
     return hits
 
 
+@routed
 def record_access(
     conn: apsw.Connection, memory_seqs: Sequence[int], event: str, used: bool
 ) -> None:
@@ -330,6 +350,7 @@ def record_access(
     )
 
 
+@routed
 def access_counts(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict[int, int]:
     """How often each memory was used: reinforcing searches plus positive feedback."""
     rows = conn.execute(
@@ -340,6 +361,7 @@ def access_counts(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict[int
     return {int(seq): int(count) for seq, count in rows}
 
 
+@routed
 def chunk_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_seq: int) -> list[bytes]:
     """One memory's vectors in the order its chunks were stored (for explain)."""
     table = quote_identifier(embedder.table)

@@ -1,0 +1,1 @@
+"""The PostgreSQL store: the twins of the SQLite store's routed functions (see store/routing.py)."""

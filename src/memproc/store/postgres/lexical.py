@@ -1,0 +1,160 @@
+"""The lexical channel on PostgreSQL: FTS5's tokens and FTS5's bm25(), computed in SQL.
+
+PostgreSQL's own ranking (ts_rank) is not BM25: it has no inverse document frequency and no
+length saturation, and it ranks far worse on the benchmarks here. So each row keeps a tsvector
+(`lex`) and its token count (`lex_tokens`), triggers keep each lexeme's document count and the
+corpus totals (migrations.py), and a search computes Okapi BM25 exactly as FTS5 does:
+idf = ln((N - n + 0.5) / (n + 0.5)) (at least 1e-6), k1 = 1.2, b = 0.75, a term's frequency
+counted per column weight, the row length counted over all columns, scores negative (lower is
+better) as FTS5's bm25() returns them, so the layers above read both stores alike.
+
+Tokens: FTS5's `unicode61 remove_diacritics 2` splits on everything but letters and digits and
+folds diacritics; `prepare` does that here before PostgreSQL sees the text, so the server's
+parser only meets plain words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memproc.store.quoting import fts_terms
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Weight classes of `lex` and what a hit in each counts for, as FTS5's column weights
+# (store/memories.py BM25_WEIGHTS): a memory's own content counts 1, its tags and context and
+# its thread neighbours' text 0.5 each.
+WEIGHT_OWN = "A"
+WEIGHT_LIGHT = "B"
+WEIGHT_NEIGHBOURS = "C"
+CLASS_WEIGHTS = {WEIGHT_OWN: 1.0, WEIGHT_LIGHT: 0.5, WEIGHT_NEIGHBOURS: 0.5}
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokens(text: str | None) -> list[str]:
+    """FTS5 unicode61's tokens of `text`, diacritics folded (case is folded by the server)."""
+    return _TOKEN.findall(_fold(text)) if text else []
+
+
+@dataclass(frozen=True)
+class LexicalText:
+    """What a row's `lex` is made from: three weight classes of prepared text, and its length
+    in tokens (FTS5's row size: every column, unweighted)."""
+
+    own: str
+    light: str
+    neighbours: str
+    token_count: int
+
+
+def lexical_text(
+    own: Sequence[str | None],
+    light: Sequence[str | None] = (),
+    neighbours: Sequence[str | None] = (),
+) -> LexicalText:
+    parts = [[t for text in group for t in tokens(text)] for group in (own, light, neighbours)]
+    return LexicalText(
+        own=" ".join(parts[0]),
+        light=" ".join(parts[1]),
+        neighbours=" ".join(parts[2]),
+        token_count=sum(len(part) for part in parts),
+    )
+
+
+# The SQL expression that builds `lex` from a LexicalText bound as %(own)s, %(light)s, %(nb)s.
+LEX_SQL = "memproc_lex(%(lex_own)s, %(lex_light)s, %(lex_nb)s)"
+
+
+def lex_params(text: LexicalText) -> dict[str, object]:
+    return {
+        "lex_own": text.own,
+        "lex_light": text.light,
+        "lex_nb": text.neighbours,
+        "lex_tokens": text.token_count,
+    }
+
+
+def match_terms(match: str) -> list[str]:
+    """The terms of an FTS5 MATCH expression built by `quoting.fts_match_any` (double-quoted
+    terms joined by OR), each split into tokens as the index splits text."""
+    found = [quoted.replace('""', '"') for quoted in _QUOTED.findall(match)]
+    if not found:  # not quoted: read it as free text
+        found = fts_terms(match)
+    return [token for term in found for token in tokens(term)]
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken literally (no parsing, no stemming again)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery_any(lexemes: Sequence[str], classes: str = "") -> str | None:
+    """A tsquery matching rows with any of `lexemes` (in the weight `classes`, e.g. "AB")."""
+    suffix = f":{classes}" if classes else ""
+    unique = list(dict.fromkeys(lexemes))
+    return " | ".join(quote_lexeme(lexeme) + suffix for lexeme in unique) or None
+
+
+def query_lexemes(conn: object, match: str) -> Counter[str]:
+    """Each distinct lexeme of the query's terms with how many terms stem to it (FTS5 scores
+    each phrase of the query on its own, so two terms with one stem count twice)."""
+    terms = match_terms(match)
+    if not terms:
+        return Counter()
+    rows = conn.execute(  # type: ignore[attr-defined]
+        "SELECT t.n, l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS t (term, n) "
+        "CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('memproc', t.term))) "
+        "AS l (lexeme)",
+        (terms,),
+    ).fetchall()
+    return Counter(lexeme for _, lexeme in rows)
+
+
+def bm25_sql(corpus: str, table: str, alias: str) -> str:
+    """A LATERAL subquery giving `score` (FTS5 bm25, negative) for the row `alias` of `table`,
+    with the query's lexemes bound as %(q_lexemes)s (text[]) and their multiplicities as
+    %(q_times)s (int[]), and the corpus statistics joined in as `stats` (see stats_sql)."""
+    weight_case = " ".join(f"WHEN '{label}' THEN {value}" for label, value in CLASS_WEIGHTS.items())
+    return (
+        "LATERAL (SELECT -sum(q.times * q.idf * (f.freq * "
+        f"{BM25_K1 + 1}) / (f.freq + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * "
+        f"{alias}.lex_tokens / stats.avgdl))) AS score "
+        f"FROM (SELECT u.lexeme, (SELECT sum(CASE w {weight_case} ELSE 0 END) "
+        "FROM unnest(u.weights) AS w) AS freq "
+        f"FROM unnest({alias}.lex) AS u WHERE u.lexeme = ANY (%(q_lexemes)s)) AS f "
+        "JOIN query_terms AS q ON q.lexeme = f.lexeme) AS bm25"
+    )
+
+
+def query_terms_sql(corpus: str) -> str:
+    """CTEs `stats` (the corpus's N and average row length) and `query_terms` (each query
+    lexeme with its multiplicity and idf), for bm25_sql."""
+    return (
+        "stats AS (SELECT greatest(docs, 1)::float8 AS docs, "
+        "greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl "
+        f"FROM lexical_totals WHERE corpus = '{corpus}'), "
+        "query_terms AS (SELECT q.lexeme, q.times, greatest(ln((stats.docs - "
+        "coalesce(t.docs, 0) + 0.5) / (coalesce(t.docs, 0) + 0.5)), 1e-6) AS idf "
+        "FROM unnest(%(q_lexemes)s::text[], %(q_times)s::int[]) AS q (lexeme, times) "
+        f"CROSS JOIN stats LEFT JOIN lexical_terms AS t ON t.corpus = '{corpus}' "
+        "AND t.lexeme = q.lexeme)"
+    )
+
+
+def query_params(lexemes: Counter[str], classes: str = "") -> dict[str, object]:
+    return {
+        "q_lexemes": list(lexemes),
+        "q_times": list(lexemes.values()),
+        "q_tsquery": tsquery_any(list(lexemes), classes) or "",
+    }
