@@ -14,6 +14,7 @@ from memproc.runtime import Runtime
 from memproc.store import NewMemory, Store
 from memproc.store.connection import ConnectionSettings
 from memproc.store.postgres.database import PgStore
+from memproc.store.storage import Storage
 from pgkit import PgServer, fresh_database, running_server
 from searchkit import OpenRuntime, opener, settle
 
@@ -155,6 +156,20 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
 def pg_store(pg_url: str) -> Iterator[PgStore]:
     """A PgStore over a fresh database: the PostgreSQL twin of the `store` fixture."""
     opened = PgStore(pg_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, db_path: str) -> Iterator[Storage]:
+    """The same test on each store: an SQLite file, then a fresh PostgreSQL database."""
+    opened: Storage
+    if request.param == "sqlite":
+        opened = Store(db_path, UNIT_SETTINGS)
+    else:
+        opened = PgStore(request.getfixturevalue("pg_url"))
     try:
         yield opened
     finally:
