@@ -403,20 +403,25 @@ class Client:
         )
 
 
-def memproc_argv(db: Path, *extra: str, wrapper: Path | None = None) -> list[str]:
+def memproc_argv(
+    db: Path | str, *extra: str, wrapper: Path | None = None, workdir: Path | None = None
+) -> list[str]:
     """The command line for `memproc serve`, run directly or through a test wrapper script.
+    `db` is an SQLite file or a PostgreSQL URL; `workdir` (default: the file's folder) holds
+    what the test's servers share, such as the empty models folder.
 
     Unless the test passes `--models-dir`, the server gets an empty models directory beside
     the database: with the default "auto" it would otherwise load whatever models the machine
     has in ~/.cache/memproc/models, and the tests would depend on that."""
     head = [sys.executable, "-m", "memproc"] if wrapper is None else [sys.executable, str(wrapper)]
     asks = any(arg == "--models-dir" or arg.startswith("--models-dir=") for arg in extra)
-    models = [] if asks else ["--models-dir", str(empty_models_dir(db))]
+    folder = workdir if workdir is not None else Path(db).parent
+    models = [] if asks else ["--models-dir", str(empty_models_dir(folder))]
     return [*head, "serve", "--db", str(db), *models, *extra]
 
 
-def empty_models_dir(db: Path) -> Path:
-    directory = db.parent / "no-models"
+def empty_models_dir(folder: Path) -> Path:
+    directory = folder / "no-models"
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 

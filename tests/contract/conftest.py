@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from client import SLOW_SERVER, Client, Spawn, check_stream, clean_env, memproc_argv
+from pgkit import fresh_database
 
 _ACTIVE: list[Client] = []
 
@@ -21,7 +22,7 @@ _ACTIVE: list[Client] = []
 class Spawner:
     """Starts clients in one directory and cleans all of them up, then checks their streams."""
 
-    def __init__(self, directory: Path, db: Path) -> None:
+    def __init__(self, directory: Path, db: Path | str) -> None:
         self.directory = directory
         self.db = db
         self.clients: list[Client] = []
@@ -29,7 +30,7 @@ class Spawner:
     def start(
         self,
         *flags: str,
-        db: Path | None = None,
+        db: Path | str | None = None,
         wrapper: Path | None = None,
         env: dict[str, str] | None = None,
     ) -> Client:
@@ -41,7 +42,7 @@ class Spawner:
             control_dir.mkdir()
             extra_env["CONTRACT_CONTROL_DIR"] = str(control_dir)
         client = Client(
-            memproc_argv(db or self.db, *flags, wrapper=wrapper),
+            memproc_argv(db or self.db, *flags, wrapper=wrapper, workdir=self.directory),
             stderr_path=self.directory / f"stderr-{number}.log",
             env=clean_env(**extra_env),
             control_dir=control_dir,
@@ -60,26 +61,58 @@ class Spawner:
             check_stream(client)
 
 
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "memory.db"
+# Every contract test that spawns a server runs once on each store: an SQLite file, then a
+# fresh database on the test session's PostgreSQL server. A test that is about the SQLite
+# file itself is marked `sqlite_only` with its reason and runs on SQLite alone.
+STORES = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=STORES)
+def db_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The store the test's servers use: a file path, or a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return tmp_path / "memory.db"
+    url: str = request.getfixturevalue("pg_url")
+    return url
 
 
 @pytest.fixture
-def spawn(tmp_path: Path, db_path: Path) -> Iterator[Spawn]:
+def spawn(tmp_path: Path, db_path: Path | str) -> Iterator[Spawn]:
     """spawn(*flags, db=, wrapper=, env=) -> a running Client; all are cleaned up after."""
     spawner = Spawner(tmp_path, db_path)
     yield spawner.start
     spawner.close_all()
 
 
-@pytest.fixture(scope="module")
-def module_spawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawn]:
-    """Like `spawn`, for a server shared by every test in a module."""
+@pytest.fixture(scope="module", params=STORES)
+def module_spawn(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Spawn]:
+    """Like `spawn`, for a server shared by every test in a module (on each store)."""
     directory = tmp_path_factory.mktemp("shared")
-    spawner = Spawner(directory, directory / "memory.db")
-    yield spawner.start
-    spawner.close_all()
+    with ExitStack() as stack:
+        db: Path | str = directory / "memory.db"
+        if request.param == "postgres":
+            server = request.getfixturevalue("pg_server")
+            db = stack.enter_context(fresh_database(server))
+        spawner = Spawner(directory, db)
+        yield spawner.start
+        spawner.close_all()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run a `sqlite_only` test on SQLite alone (its mark says why)."""
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and "postgres" in callspec.id.split("-")
+        if on_postgres and item.get_closest_marker("sqlite_only") is not None:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture

@@ -152,7 +152,7 @@ def run(
         state = Run(
             directory=where,
             db=db,
-            models_dir=models_dir or empty_models_dir(db),
+            models_dir=models_dir or empty_models_dir(db.parent),
             synchronous=synchronous,
             rng=random.Random(seed),
             sizes=sizes or Sizes(),
