@@ -65,7 +65,7 @@ def verify(conn: PgConnection) -> IndexReport:
     searchable = conn.execute(
         "SELECT count(*) FROM memories WHERE status = ANY (%s::text[])", (_SEARCHABLE,)
     ).fetchone()[0]
-    problems = _lexical_problems(conn)
+    problems = lexical_problems(conn)
     report = IndexReport(
         memories=int(memories),
         memories_searchable=int(searchable),
@@ -76,7 +76,8 @@ def verify(conn: PgConnection) -> IndexReport:
     return report
 
 
-def _lexical_problems(conn: PgConnection) -> list[str]:
+def lexical_problems(conn: PgConnection) -> list[str]:
+    """What is wrong with the lexical channel, in words (none when it is sound)."""
     problems = []
     for corpus in _CORPORA:
         sql = f"SELECT count(*) FROM {corpus.table} AS t, {_BATCH_TEXTS} WHERE {_STALE}"
