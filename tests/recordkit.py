@@ -19,7 +19,6 @@ from memproc.store import memories as memory_sql
 from memproc.store.memories import content_hash
 from memproc.store.records import MEMORY_ROW, MemoryRecord
 
-
 # What the routing raises while store/postgres/memories.py (or the function) does not exist.
 _NO_TWIN_YET = (ModuleNotFoundError, NotImplementedError)
 
@@ -68,8 +67,10 @@ def _insert_by_hand(conn: Any, new: NewMemory) -> tuple[str, int]:
     memory_id, now = uuid7(), now_rfc3339()
     (seq,) = conn.execute(
         "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, created_at, updated_at, valid_from, valid_until) VALUES "
-        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s, %s, %s, %s) RETURNING seq",
+        "importance, status, client_token, created_at, updated_at, occurred_at, context, "
+        "valid_from, valid_until, thread) VALUES "
+        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s, %s, %s, %s, %s, %s, %s, %s) "
+        "RETURNING seq",
         (
             memory_id,
             new.scope,
@@ -80,10 +81,14 @@ def _insert_by_hand(conn: Any, new: NewMemory) -> tuple[str, int]:
             orjson.dumps(new.metadata).decode(),
             orjson.dumps(new.source).decode(),
             new.importance,
+            new.client_token,
             now,
             now,
+            new.occurred_at,
+            new.context,
             new.valid_from,
             new.valid_until,
+            new.thread,
         ),
     ).fetchone()
     digest = content_hash(new.content)

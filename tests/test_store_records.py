@@ -92,12 +92,21 @@ def test_the_log_and_the_revisions_of_a_memory_in_order(any_store: Storage) -> N
             events.record(conn, seq, "challenge", "active", "challenged", reason=reason, source={})
             events.record(conn, seq, "uphold", "challenged", "active", reason=None, source={})
         events.record(
-            conn, seq, "supersede", "active", "superseded", reason=None, source={}, related="n",
+            conn,
+            seq,
+            "supersede",
+            "active",
+            "superseded",
+            reason=None,
+            source={},
+            related="n",
             at="2026-01-01T00:00:00.000Z",
         )
         events.record(conn, other, "challenge", "active", "challenged", reason="o", source={})
     with any_store.reading() as conn:
-        assert [(r.revision, r.content, r.reason, r.source) for r in revisions.list_all(conn, seq)] == [
+        assert [
+            (r.revision, r.content, r.reason, r.source) for r in revisions.list_all(conn, seq)
+        ] == [
             (1, "first", None, {"session": "x"}),
             (2, "second", "typo", {"tool": "t"}),
         ]
