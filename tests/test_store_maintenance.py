@@ -4,27 +4,18 @@ PostgreSQL finds and repairs it (what FTS5's integrity check and rebuild do on S
 from __future__ import annotations
 
 import re
+import struct
+from collections.abc import Callable
+from typing import Any
 
-import pytest
-
-import recordkit
-from memproc.store import maintenance
+from memproc.store import Store, maintenance, vectors
+from memproc.store import memories as memory_sql
 from memproc.store.postgres import maintenance as pg_maintenance
 from memproc.store.postgres.database import PgStore
+from memproc.store.records import NewMemory
 from memproc.store.storage import Storage
 
-
-def _vectors_twin_pending(request: pytest.FixtureRequest) -> None:
-    """verify reads the embedders through store/postgres/vectors.py, which is not on main yet:
-    strict, so this marker fails (and must go) the day it lands."""
-    if request.node.callspec.params["any_store"] == "postgres":
-        request.applymarker(
-            pytest.mark.xfail(
-                raises=(ModuleNotFoundError, NotImplementedError),
-                strict=True,
-                reason="store/postgres/vectors.py is not on main yet",
-            )
-        )
+NewMemoryFactory = Callable[..., NewMemory]
 
 
 def test_the_vector_extension_reports_its_version(any_store: Storage) -> None:
@@ -34,13 +25,12 @@ def test_the_vector_extension_reports_its_version(any_store: Storage) -> None:
 
 
 def test_verify_counts_memories_and_finds_a_sound_index(
-    any_store: Storage, request: pytest.FixtureRequest
+    any_store: Storage, new_memory: NewMemoryFactory
 ) -> None:
-    _vectors_twin_pending(request)
     with any_store.writing() as conn:
-        recordkit.insert(conn, recordkit.new_memory("kept"))
-        _, gone = recordkit.insert(conn, recordkit.new_memory("dropped"))
-        recordkit.set_status(conn, gone, "forgotten")
+        memory_sql.insert(conn, new_memory("kept"))
+        _, gone = memory_sql.insert(conn, new_memory("dropped"))
+        memory_sql.set_status(conn, gone, "forgotten", None)
         maintenance.rebuild_fts(conn)
     with any_store.reading() as conn:
         report = maintenance.verify(conn)
@@ -54,10 +44,12 @@ def _problems(store: PgStore) -> list[str]:
         return pg_maintenance.lexical_problems(conn)
 
 
-def test_lexical_drift_is_found_and_a_rebuild_repairs_it(pg_store: PgStore) -> None:
+def test_lexical_drift_is_found_and_a_rebuild_repairs_it(
+    pg_store: PgStore, new_memory: NewMemoryFactory
+) -> None:
     with pg_store.writing() as conn:
         for content in ("the build cache", "a cache of builds", "deploys need tokens"):
-            recordkit.insert(conn, recordkit.new_memory(content, tags=["ci"]))
+            memory_sql.insert(conn, new_memory(content, tags=["ci"]))
         maintenance.rebuild_fts(conn)
     assert _problems(pg_store) == [] and pg_store.integrity_check() == ["ok"]
 
@@ -93,9 +85,11 @@ def test_lexical_drift_is_found_and_a_rebuild_repairs_it(pg_store: PgStore) -> N
         ).fetchone() == (0,)
 
 
-def test_a_rebuild_of_a_sound_index_changes_nothing(pg_store: PgStore) -> None:
+def test_a_rebuild_of_a_sound_index_changes_nothing(
+    pg_store: PgStore, new_memory: NewMemoryFactory
+) -> None:
     with pg_store.writing() as conn:
-        recordkit.insert(conn, recordkit.new_memory("one row", context="some context"))
+        memory_sql.insert(conn, new_memory("one row", context="some context"))
         maintenance.rebuild_fts(conn)
     with pg_store.reading() as conn:
         before = conn.execute("SELECT lex, lex_tokens FROM memories").fetchall()
@@ -108,3 +102,53 @@ def test_a_rebuild_of_a_sound_index_changes_nothing(pg_store: PgStore) -> None:
             conn.execute("SELECT * FROM lexical_terms ORDER BY corpus, lexeme").fetchall() == terms
         )
     assert before[0][1] == 4  # one, row, some, context: every class counts in the length
+
+
+def _vector(*values: float) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def _by_hand(store: Storage, conn: Any, sql: str, *args: object) -> None:
+    """A change made around memproc (as an operator or a bug could), in the store's dialect."""
+    conn.execute(sql if isinstance(store, Store) else sql.replace("?", "%s"), args)
+
+
+def test_vector_drift_is_counted_alike_and_the_drop_removes_it(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
+    with any_store.writing() as conn:
+        row = vectors.register_embedder(conn, "test", "fp-test", 4)
+        seqs = [memory_sql.insert(conn, new_memory(f"memory {n}"))[1] for n in range(5)]
+        for n, pending in enumerate(vectors.pending_memories(conn, row, 10)):
+            vectors.put_vectors(conn, row, pending, [_vector(1, n, 0, 1)])
+    with any_store.reading() as conn:
+        (drift,) = maintenance.verify(conn).embedders
+    assert (drift.missing_or_stale, drift.orphan_vectors, drift.chunk_mismatches) == (0, 0, 0)
+    assert drift.clean and drift.inactive_with_vectors == 0
+
+    kept_row, lost_record, deactivated, deleted, fine = seqs
+    with any_store.writing() as conn:
+        _by_hand(any_store, conn, "DELETE FROM vector_rows WHERE memory_seq = ?", kept_row)
+        _by_hand(any_store, conn, "DELETE FROM memory_embeddings WHERE memory_seq = ?", lost_record)
+        _by_hand(
+            any_store, conn, "UPDATE memories SET status = 'forgotten' WHERE seq = ?", deactivated
+        )
+        _by_hand(any_store, conn, "DELETE FROM memories WHERE seq = ?", deleted)
+    with any_store.reading() as conn:
+        report = maintenance.verify(conn)
+    (drift,) = report.embedders
+    assert not report.clean and report.fts_ok
+    assert drift.chunk_mismatches == 1  # kept_row's record counts a row that is gone
+    assert drift.missing_or_stale == 1  # lost_record has no embedding record
+    assert drift.inactive_with_vectors == 1  # deactivated kept its vectors
+    assert drift.orphan_vectors == 2  # kept_row's unlisted vector, deleted's memoryless one
+
+    with any_store.writing() as conn:
+        # kept_row, deactivated and deleted's vector sets, and kept_row's unlisted vector.
+        assert maintenance.drop_drifted_vectors(conn, row) == 4
+    with any_store.reading() as conn:
+        (drift,) = maintenance.verify(conn).embedders
+        pending = [memory.seq for memory in vectors.pending_memories(conn, row, 10)]
+        assert vectors.count_vector_rows(conn, row) == 2  # lost_record's and fine's
+    assert drift.clean and (drift.orphan_vectors, drift.chunk_mismatches) == (0, 0)
+    assert pending == [kept_row, lost_record] and fine not in pending

@@ -4,17 +4,22 @@ the same order, the same None for what is missing and the same errors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
-import recordkit
 from memproc.errors import Conflict
 from memproc.store import annotations, checkpoints, citations, events, evidence, revisions
+from memproc.store import memories as memory_sql
 from memproc.store import project_context as context_sql
 from memproc.store.checkpoints import CLEARED, CheckpointContent
 from memproc.store.evidence import NewEvidence
 from memproc.store.postgres.database import PgStore
+from memproc.store.records import NewMemory
 from memproc.store.storage import Storage
+
+NewMemoryFactory = Callable[..., NewMemory]
 
 
 def _content(summary: str, **lists: list[str]) -> CheckpointContent:
@@ -83,10 +88,12 @@ def test_citations_are_found_from_either_end_in_byte_order(any_store: Storage) -
         assert citations.citing(conn, "/other", "memory:m1") == ["evidence:e9"]
 
 
-def test_the_log_and_the_revisions_of_a_memory_in_order(any_store: Storage) -> None:
+def test_the_log_and_the_revisions_of_a_memory_in_order(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
     with any_store.writing() as conn:
-        _, seq = recordkit.insert(conn, recordkit.new_memory("first", source={"session": "x"}))
-        _, other = recordkit.insert(conn, recordkit.new_memory("other"))
+        _, seq = memory_sql.insert(conn, new_memory("first", source={"session": "x"}))
+        _, other = memory_sql.insert(conn, new_memory("other"))
         revisions.add(conn, seq, 2, "second", "h2", reason="typo", source={"tool": "t"})
         for reason in ("first doubt", "second doubt"):
             events.record(conn, seq, "challenge", "active", "challenged", reason=reason, source={})
@@ -146,14 +153,16 @@ def _evidence(evidence_id: str, claim: str, session: str | None, scope: str = "s
     )
 
 
-def test_evidence_is_read_back_as_written_and_paged_newest_first(any_store: Storage) -> None:
+def test_evidence_is_read_back_as_written_and_paged_newest_first(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
     with any_store.writing() as conn:
         e1 = evidence.insert(conn, _evidence("e1", "c1", "run-1"))
         e2 = evidence.insert(conn, _evidence("e2", "c2", None))
         e3 = evidence.insert(conn, _evidence("e3", "c1", "run-2"))
         evidence.insert(conn, _evidence("e1", "c1", "run-1", scope="other"))
-        memory_id, seq = recordkit.insert(conn, recordkit.new_memory("rests on this"))
-        recordkit.set_status(conn, seq, "challenged")
+        memory_id, seq = memory_sql.insert(conn, new_memory("rests on this"))
+        memory_sql.set_status(conn, seq, "challenged", None)
     with any_store.reading() as conn:
         assert evidence.get(conn, "s", "e2") == e2
         assert evidence.get(conn, "s", "missing") is None
@@ -198,20 +207,23 @@ def test_the_database_refuses_to_rewrite_evidence(pg_store: PgStore) -> None:
 
 
 def test_annotations_mark_missing_inactive_and_challenged_within_the_scope(
-    any_store: Storage,
+    any_store: Storage, new_memory: NewMemoryFactory
 ) -> None:
     with any_store.writing() as conn:
-        base_id, base_seq = recordkit.insert(conn, recordkit.new_memory("base"))
-        citer_id, citer_seq = recordkit.insert(conn, recordkit.new_memory("citer"))
-        plain_id, _ = recordkit.insert(conn, recordkit.new_memory("cites nothing"))
-        recordkit.set_status(conn, base_seq, "invalidated")
+        base_id, base_seq = memory_sql.insert(conn, new_memory("base"))
+        citer_id, citer_seq = memory_sql.insert(conn, new_memory("citer"))
+        plain_id, _ = memory_sql.insert(conn, new_memory("cites nothing"))
+        memory_sql.set_status(conn, base_seq, "invalidated", None)
         refs = [f"memory:{base_id}", "memory:gone", "evidence:e", f"memory:{plain_id}"]
         citations.add(conn, "proj", f"memory:{citer_id}", refs)
         citations.add(conn, "other", f"memory:{citer_id}", ["memory:elsewhere"])
         events.record(conn, citer_seq, "challenge", "active", "challenged", reason="r", source={})
-        recordkit.set_status(conn, citer_seq, "challenged")
+        memory_sql.set_status(conn, citer_seq, "challenged", None)
     with any_store.reading() as conn:
-        citer, plain = recordkit.get(conn, "proj", citer_id), recordkit.get(conn, "proj", plain_id)
+        citer, plain = (
+            memory_sql.get(conn, "proj", citer_id),
+            memory_sql.get(conn, "proj", plain_id),
+        )
         assert citer is not None and plain is not None
         found = annotations.annotate(conn, [citer, plain])
         assert annotations.annotate(conn, []) == {}
@@ -228,23 +240,25 @@ def test_annotations_mark_missing_inactive_and_challenged_within_the_scope(
 NOW = "2026-06-01T00:00:00.000Z"
 
 
-def test_the_context_reads_live_memories_of_a_kind_holding_now(any_store: Storage) -> None:
-    new = recordkit.new_memory
+def test_the_context_reads_live_memories_of_a_kind_holding_now(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
+    new = new_memory
     with any_store.writing() as conn:
-        low, _ = recordkit.insert(conn, new("low", kind="fact", importance=0.2))
-        high, _ = recordkit.insert(conn, new("high", kind="fact", importance=0.9))
-        doubted, doubted_seq = recordkit.insert(conn, new("doubted", kind="fact"))
-        recordkit.set_status(conn, doubted_seq, "challenged")
-        _, gone = recordkit.insert(conn, new("forgotten", kind="fact"))
-        recordkit.set_status(conn, gone, "forgotten")
-        recordkit.insert(conn, new("later", kind="fact", valid_from="2026-07-01T00:00:00.000Z"))
-        recordkit.insert(conn, new("ended", kind="fact", valid_until="2026-05-01T00:00:00.000Z"))
+        low, _ = memory_sql.insert(conn, new("low", kind="fact", importance=0.2))
+        high, _ = memory_sql.insert(conn, new("high", kind="fact", importance=0.9))
+        doubted, doubted_seq = memory_sql.insert(conn, new("doubted", kind="fact"))
+        memory_sql.set_status(conn, doubted_seq, "challenged", None)
+        _, gone = memory_sql.insert(conn, new("forgotten", kind="fact"))
+        memory_sql.set_status(conn, gone, "forgotten", None)
+        memory_sql.insert(conn, new("later", kind="fact", valid_from="2026-07-01T00:00:00.000Z"))
+        memory_sql.insert(conn, new("ended", kind="fact", valid_until="2026-05-01T00:00:00.000Z"))
         # The window's bound at the same instant, written with more digits: text comparison.
-        open_until, _ = recordkit.insert(
+        open_until, _ = memory_sql.insert(
             conn, new("open", kind="fact", valid_until="2026-06-01T00:00:00.001Z")
         )
-        recordkit.insert(conn, new("a note", kind="note"))
-        recordkit.insert(conn, new("elsewhere", kind="fact", scope="other"))
+        memory_sql.insert(conn, new("a note", kind="note"))
+        memory_sql.insert(conn, new("elsewhere", kind="fact", scope="other"))
     with any_store.reading() as conn:
 
         def ids(order: str, limit: int = 10) -> list[str]:

@@ -4,10 +4,10 @@ adds nothing; and what PostgreSQL indexes for an imported row is what its text g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import recordkit
 from conftest import UNIT_SETTINGS
 from memproc.store import (
     Store,
@@ -20,6 +20,7 @@ from memproc.store import (
     transfer,
     vectors,
 )
+from memproc.store import memories as memory_sql
 from memproc.store import procedures as procedure_sql
 from memproc.store.checkpoints import CheckpointContent
 from memproc.store.evidence import NewEvidence
@@ -28,18 +29,21 @@ from memproc.store.postgres import maintenance as pg_maintenance
 from memproc.store.postgres.database import PgStore
 from memproc.store.procedure_log import NewEpisode
 from memproc.store.procedures import NewVersion
+from memproc.store.records import NewMemory
 from memproc.store.storage import Storage
+
+NewMemoryFactory = Callable[..., NewMemory]
 
 Export = dict[str, list[dict[str, Any]]]
 
 
-def _fill(store: Store) -> None:
+def _fill(store: Store, new_memory: NewMemoryFactory) -> None:
     """One or more records of every family, in two scopes whose names sort differently by
     bytes than by a language's collation."""
-    new = recordkit.new_memory
+    new = new_memory
     with store.writing() as conn:
         for scope in ("b-scope", "B-scope"):
-            memory_id, seq = recordkit.insert(
+            memory_id, seq = memory_sql.insert(
                 conn,
                 new(
                     "Café deploys run through the registry",
@@ -112,9 +116,9 @@ def _counts(store: Storage, scope: str | None) -> dict[str, int]:
 
 
 def test_records_move_from_sqlite_to_postgres_and_back_unchanged(
-    store: Store, pg_store: PgStore, tmp_path: Path
+    store: Store, pg_store: PgStore, tmp_path: Path, new_memory: NewMemoryFactory
 ) -> None:
-    _fill(store)
+    _fill(store, new_memory)
     exported = _export(store)
     assert all(exported.values()), [name for name, rows in exported.items() if not rows]
 
@@ -135,8 +139,10 @@ def test_records_move_from_sqlite_to_postgres_and_back_unchanged(
         back.close()
 
 
-def test_a_second_import_adds_nothing(store: Store, any_store: Storage) -> None:
-    _fill(store)
+def test_a_second_import_adds_nothing(
+    store: Store, any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
+    _fill(store, new_memory)
     exported = _export(store)
     _import(any_store, exported)
     again = _import(any_store, exported)
@@ -145,8 +151,10 @@ def test_a_second_import_adds_nothing(store: Store, any_store: Storage) -> None:
     assert _export(any_store) == exported
 
 
-def test_imported_rows_are_indexed_as_their_text_gives(store: Store, pg_store: PgStore) -> None:
-    _fill(store)
+def test_imported_rows_are_indexed_as_their_text_gives(
+    store: Store, pg_store: PgStore, new_memory: NewMemoryFactory
+) -> None:
+    _fill(store, new_memory)
     _import(pg_store, _export(store))
     assert pg_store.integrity_check() == ["ok"]
     with pg_store.reading() as conn:

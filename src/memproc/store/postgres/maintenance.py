@@ -2,11 +2,11 @@
 lexical vectors and their dense vectors, with the same IndexReport.
 
 What stands for FTS5 here, and so what "the FTS index is sound" means: each row's `lex` and
-`lex_tokens` must be what its text gives (indexed_text.py), and the per-corpus counts BM25
-reads (`lexical_totals`, `lexical_terms`) must agree with the rows. verify checks all three,
-as FTS5's `integrity-check` (rank 1) compares its index with the content table; rebuild_fts
-recomputes every row's vector and then the counts from scratch (the triggers only adjust
-counts, so counts that drifted would stay wrong). Both corpora are covered: the counts of one
+`lex_tokens` must be what its text gives (memories.memory_lexical_text), and the per-corpus
+counts BM25 reads (`lexical_totals`, `lexical_terms`) must agree with the rows. verify checks
+all three, as FTS5's `integrity-check` (rank 1) compares its index with the content table;
+rebuild_fts recomputes every row's vector and then the counts from scratch (the triggers only
+adjust counts, so counts that drifted would stay wrong). Both corpora are covered: the counts of one
 table serve both, and a procedure's vector is kept the same way.
 
 Vectors: the embedder's table of pgvector rows and `vector_rows` must list each other, as the
@@ -21,13 +21,8 @@ from dataclasses import dataclass
 from memproc.store import vectors
 from memproc.store.maintenance import EmbedderDrift, IndexReport
 from memproc.store.postgres.connection import PgConnection
-from memproc.store.postgres.indexed_text import (
-    MEMORY_TEXT_COLUMNS,
-    PROCEDURE_TEXT_COLUMNS,
-    memory_text,
-    procedure_text,
-)
-from memproc.store.postgres.lexical import LexicalText
+from memproc.store.postgres.lexical import LexicalText, lexical_text
+from memproc.store.postgres.memories import memory_lexical_text
 from memproc.store.quoting import quote_identifier
 from memproc.store.records import SEARCHABLE_STATUSES
 from memproc.store.vectors import EmbedderRow
@@ -46,8 +41,16 @@ class _Corpus:
 
 
 _CORPORA = (
-    _Corpus("memories", "memories", MEMORY_TEXT_COLUMNS, memory_text),
-    _Corpus("procedures", "procedure_versions", PROCEDURE_TEXT_COLUMNS, procedure_text),
+    _Corpus(
+        "memories",
+        "memories",
+        ("content", "tags", "context", "neighbour_before", "neighbour_after"),
+        memory_lexical_text,
+    ),
+    # FTS5 indexes a procedure version's search text alone.
+    _Corpus(
+        "procedures", "procedure_versions", ("search_text",), lambda text: lexical_text([text])
+    ),
 )
 
 # A batch of rows' texts bound as arrays (one element per row), each with the vector its text

@@ -22,8 +22,8 @@ from psycopg import errors as pg
 
 from memproc.errors import Conflict
 from memproc.store.postgres.connection import PgConnection
-from memproc.store.postgres.indexed_text import memory_text, procedure_text
-from memproc.store.postgres.lexical import LEX_SQL, LexicalText, lex_params
+from memproc.store.postgres.lexical import LEX_SQL, LexicalText, lex_params, lexical_text
+from memproc.store.postgres.memories import memory_lexical_text
 from memproc.store.quoting import quote_identifier
 from memproc.store.transfer import FAMILIES, Family, ImportTally
 
@@ -115,7 +115,9 @@ def _lexical_text(family: Family, record: dict[str, Any]) -> LexicalText | None:
     """What an imported row indexes (a thread's neighbour text comes with the windows the
     import makes afterwards)."""
     if family.table == "memories":
-        return memory_text(record["content"], record["tags"], record.get("context"))
-    if family.table == "procedure_versions":
-        return procedure_text(record["search_text"])
+        return memory_lexical_text(
+            record["content"], record["tags"], record.get("context"), None, None
+        )
+    if family.table == "procedure_versions":  # FTS5 indexes a version's search text alone
+        return lexical_text([record["search_text"]])
     return None
