@@ -8,7 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import UNIT_SETTINGS
+from memproc.errors import Conflict
 from memproc.store import (
     Store,
     checkpoints,
@@ -167,3 +170,26 @@ def test_imported_rows_are_indexed_as_their_text_gives(
             "SELECT count(*) FROM memories WHERE lex @@ to_tsquery('memproc', 'deploiement:B')"
         ).fetchone()[0]
         assert tagged == 2
+
+
+def test_a_value_its_column_cannot_hold_is_a_conflict_and_changes_nothing(
+    any_store: Storage,
+) -> None:
+    family = transfer.FAMILY_BY_NAME["checkpoint"]
+    record = {
+        "scope": "s",
+        "task": "t",
+        "revision": 1,
+        "cleared": 0,
+        "summary": "",
+        "decisions": "[]",
+        "next_steps": "[]",
+        "blockers": "[]",
+        "files": "[]",
+        "saved_at": "2026-01-01T00:00:00.000Z",
+    }
+    with pytest.raises(Conflict), any_store.writing() as conn:
+        tally = transfer.ImportTally.empty()
+        transfer.insert_record(conn, family, record, tally)
+        transfer.insert_record(conn, family, {**record, "revision": "second"}, tally)
+    assert _counts(any_store, None)["checkpoint"] == 0
