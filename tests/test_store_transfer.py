@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from conftest import UNIT_SETTINGS
 from memproc.errors import Conflict
 from memproc.store import (
     Store,
@@ -26,6 +25,7 @@ from memproc.store import (
 from memproc.store import memories as memory_sql
 from memproc.store import procedures as procedure_sql
 from memproc.store.checkpoints import CheckpointContent
+from memproc.store.connection import ConnectionSettings
 from memproc.store.evidence import NewEvidence
 from memproc.store.memories import content_hash
 from memproc.store.postgres import maintenance as pg_maintenance
@@ -134,7 +134,7 @@ def test_records_move_from_sqlite_to_postgres_and_back_unchanged(
     with store.reading() as sqlite, pg_store.reading() as postgres:
         assert transfer.scopes(postgres) == transfer.scopes(sqlite) == ["B-scope", "b-scope"]
 
-    back = Store(str(tmp_path / "back.db"), UNIT_SETTINGS)
+    back = Store(str(tmp_path / "back.db"), ConnectionSettings(synchronous="normal"))
     try:
         _import(back, _export(pg_store))
         assert _export(back) == exported
