@@ -5,10 +5,12 @@ parametrised by `STORE_PARAMS(...)`, and opens the Runtime on `database(request,
 an SQLite file, or a fresh PostgreSQL database. Test bodies stay as they are.
 
 While issue 17 is under way, an operation may reach a store module whose PostgreSQL twins are
-not written yet: such a PostgreSQL run is marked as expected to fail with exactly that
-(store.routing raises NotImplementedError, or ModuleNotFoundError for a module with no twins
-at all; strict), and the mark goes away by itself once the module's twins exist,
-so the run then counts for real. Any other failure on PostgreSQL fails the test.
+not written yet: the PostgreSQL runs of such a module are marked as allowed to fail with
+exactly that (store.routing raises NotImplementedError, or ModuleNotFoundError for a module
+with no twins at all) and with nothing else: any other failure fails the test, and a run that
+passes is reported as passing (not strict: one test of a module may not reach the missing
+module while another does). The mark goes away by itself once every module named has its
+twins, so the runs then count in full.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def store_params(*reached: str) -> list[Any]:
         return ["sqlite", "postgres"]
     waiting = pytest.mark.xfail(
         raises=(NotImplementedError, ModuleNotFoundError),
-        strict=True,
+        strict=False,
         reason=f"PostgreSQL twins not written yet in store.{', store.'.join(waiting_for)}",
     )
     return ["sqlite", pytest.param("postgres", marks=waiting)]

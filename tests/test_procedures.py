@@ -28,7 +28,11 @@ from memproc.wire import procedure_messages as pm
 SCOPE = "proj"
 
 
-@pytest.fixture(params=storekit.store_params("citations", "memories", "events", "revisions"))
+@pytest.fixture(
+    params=storekit.store_params(
+        "citations", "memories", "events", "revisions", "threads", "vectors", "validity"
+    )
+)
 def runtime(
     request: pytest.FixtureRequest, make_runtime: Callable[..., Runtime], db_path: str
 ) -> Runtime:
