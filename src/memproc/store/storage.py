@@ -8,9 +8,18 @@ which is why it is typed loosely here: the ops never call methods on it themselv
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+import apsw
 
 from memproc.cancel import CancelToken
+
+if TYPE_CHECKING:
+    from memproc.store.postgres.connection import PgConnection
+
+# A transaction's connection, of either store: what store logic shared by both stores takes
+# (it calls only routed functions with it).
+AnyConnection: TypeAlias = "apsw.Connection | PgConnection"
 
 
 class Storage(Protocol):

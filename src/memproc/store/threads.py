@@ -27,6 +27,7 @@ import orjson
 from memproc.store.records import SEARCHABLE_STATUSES
 from memproc.store.routing import routed
 from memproc.store.rows import RowDecoder
+from memproc.store.storage import AnyConnection
 
 _SEARCHABLE = orjson.dumps(SEARCHABLE_STATUSES).decode()
 # Event time, the first ordering key of a thread; the same expression as memories_by_thread's.
@@ -49,7 +50,7 @@ class Window:
         return self.before == 0 and self.after == 0
 
 
-class _Member(msgspec.Struct, frozen=True, array_like=True):
+class Member(msgspec.Struct, frozen=True, array_like=True):
     seq: int
     scope: str
     thread: str | None
@@ -64,15 +65,15 @@ class _Member(msgspec.Struct, frozen=True, array_like=True):
     id: str
 
 
-class _Turn(msgspec.Struct, frozen=True, array_like=True):
+class Turn(msgspec.Struct, frozen=True, array_like=True):
     seq: int
     id: str
     content: str
 
 
-_member = RowDecoder(_Member)
-_turn = RowDecoder(_Turn)
-_MEMBER_COLUMNS = (
+MEMBER_ROW = RowDecoder(Member)
+TURN_ROW = RowDecoder(Turn)
+MEMBER_COLUMNS = (
     f"seq, scope, thread, {_ORDER}, status, content, context, neighbour_ids, "
     "neighbour_before, neighbour_after, index_sha256, id"
 )
@@ -106,14 +107,14 @@ def index_hash(content: str, context: str | None, entry: Entry) -> str | None:
     return hashlib.sha256(orjson.dumps(parts)).hexdigest()
 
 
-def _member_row(conn: apsw.Connection, seq: int) -> _Member | None:
-    row = conn.execute(f"SELECT {_MEMBER_COLUMNS} FROM memories WHERE seq = ?", (seq,)).fetchone()
-    return None if row is None else _member(row)
+@routed
+def member_row(conn: apsw.Connection, seq: int) -> Member | None:
+    row = conn.execute(f"SELECT {MEMBER_COLUMNS} FROM memories WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else MEMBER_ROW(row)
 
 
-def _servable_side(
-    conn: apsw.Connection, member: _Member, limit: int, *, later: bool
-) -> list[_Turn]:
+@routed
+def servable_side(conn: apsw.Connection, member: Member, limit: int, *, later: bool) -> list[Turn]:
     """Up to `limit` servable turns of the member's thread on one side of it, nearest first."""
     if limit == 0:
         return []
@@ -135,18 +136,18 @@ def _servable_side(
             "limit": limit,
         },
     )
-    return [_turn(row) for row in rows]
+    return [TURN_ROW(row) for row in rows]
 
 
-def _window_of(conn: apsw.Connection, member: _Member, window: Window) -> Entry:
+def _window_of(conn: AnyConnection, member: Member, window: Window) -> Entry:
     if member.thread is None or member.status not in SEARCHABLE_STATUSES or window.empty:
         return NO_ENTRY
-    before = _servable_side(conn, member, window.before, later=False)[::-1]
-    after = _servable_side(conn, member, window.after, later=True)
+    before = servable_side(conn, member, window.before, later=False)[::-1]
+    after = servable_side(conn, member, window.after, later=True)
     return _entry(before, after)
 
 
-def _entry(before: Sequence[_Turn], after: Sequence[_Turn]) -> Entry:
+def _entry(before: Sequence[Turn], after: Sequence[Turn]) -> Entry:
     """The entry of a memory with these servable turns before it and after it, in order."""
     return Entry(
         before_ids=tuple(turn.id for turn in before),
@@ -156,20 +157,19 @@ def _entry(before: Sequence[_Turn], after: Sequence[_Turn]) -> Entry:
     )
 
 
-@routed
-def reach(conn: apsw.Connection, seqs: Iterable[int], window: Window) -> list[int]:
+def reach(conn: AnyConnection, seqs: Iterable[int], window: Window) -> list[int]:
     """The memories whose index entry may change when the memories `seqs` arrive, change or
     enter or leave the servable states: each of them, the `window.after` servable turns
     before it (whose after-window may hold it) and the `window.before` after it. In thread
     order is not needed: seq order, without duplicates."""
     found: set[int] = set()
     for seq in seqs:
-        member = _member_row(conn, seq)
+        member = member_row(conn, seq)
         if member is None or member.thread is None:
             continue
         found.add(seq)
-        found.update(turn.seq for turn in _servable_side(conn, member, window.after, later=False))
-        found.update(turn.seq for turn in _servable_side(conn, member, window.before, later=True))
+        found.update(turn.seq for turn in servable_side(conn, member, window.after, later=False))
+        found.update(turn.seq for turn in servable_side(conn, member, window.before, later=True))
     return sorted(found)
 
 
@@ -192,14 +192,13 @@ def holding(conn: apsw.Connection, seq: int) -> list[int]:
     return [int(found) for (found,) in rows]
 
 
-@routed
-def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[int]:
+def rewrite(conn: AnyConnection, seqs: Sequence[int], window: Window) -> list[int]:
     """Recompute the index entry of each of `seqs` and write those that differ; returns the
     seqs whose vectors the write made stale (by `index_sha256`: with dense windows, every
     one written; without, only one whose vectors held a window before)."""
     written = []
     for seq in seqs:
-        member = _member_row(conn, seq)
+        member = member_row(conn, seq)
         if member is None or member.thread is None:
             continue
         if _store_entry(conn, member, _window_of(conn, member, window), window):
@@ -207,7 +206,7 @@ def rewrite(conn: apsw.Connection, seqs: Sequence[int], window: Window) -> list[
     return written
 
 
-def _store_entry(conn: apsw.Connection, member: _Member, entry: Entry, window: Window) -> bool:
+def _store_entry(conn: AnyConnection, member: Member, entry: Entry, window: Window) -> bool:
     """Write the member's entry if it differs; True when that made its vectors stale."""
     digest = index_hash(member.content, member.context, entry) if window.dense else None
     stored = (
@@ -218,15 +217,21 @@ def _store_entry(conn: apsw.Connection, member: _Member, entry: Entry, window: W
     )
     if stored == (entry.ids_json, entry.before_text, entry.after_text, digest):
         return False
-    conn.execute(
-        "UPDATE memories SET neighbour_ids = ?, neighbour_before = ?, neighbour_after = ?, "
-        "index_sha256 = ? WHERE seq = ?",
-        (entry.ids_json, entry.before_text, entry.after_text, digest, member.seq),
-    )
+    write_entry(conn, member.seq, entry, digest)
     return digest != member.index_sha256
 
 
-def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] | None:
+@routed
+def write_entry(conn: apsw.Connection, seq: int, entry: Entry, digest: str | None) -> None:
+    """Store a memory's index entry (FTS5 follows by trigger)."""
+    conn.execute(
+        "UPDATE memories SET neighbour_ids = ?, neighbour_before = ?, neighbour_after = ?, "
+        "index_sha256 = ? WHERE seq = ?",
+        (entry.ids_json, entry.before_text, entry.after_text, digest, seq),
+    )
+
+
+def _arrived_one(conn: AnyConnection, seq: int, window: Window) -> list[int] | None:
     """The update after one servable memory arrived, from one read of its neighbourhood.
 
     Every memory its arrival reaches lies within `window.after` turns before it or
@@ -235,20 +240,20 @@ def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] |
     every window to recompute. Two range reads instead of two per reached memory, on the
     path every remember of a conversation takes. None when the general path must decide (a
     memory not servable, or not threaded)."""
-    member = _member_row(conn, seq)
+    member = member_row(conn, seq)
     if member is None or member.thread is None or member.status not in SEARCHABLE_STATUSES:
         return None
     if window.empty:
         return None
     span = window.before + window.after
-    earlier = _servable_side(conn, member, span, later=False)[::-1]
-    later = _servable_side(conn, member, span, later=True)
-    line = [*earlier, _Turn(member.seq, member.id, member.content), *later]
+    earlier = servable_side(conn, member, span, later=False)[::-1]
+    later = servable_side(conn, member, span, later=True)
+    line = [*earlier, Turn(member.seq, member.id, member.content), *later]
     here = len(earlier)
     written = []
     for position in range(max(0, here - window.after), min(len(line), here + window.before + 1)):
         turn = line[position]
-        reached = member if turn.seq == member.seq else _member_row(conn, turn.seq)
+        reached = member if turn.seq == member.seq else member_row(conn, turn.seq)
         if reached is None:
             continue
         before = line[max(0, position - window.before) : position]
@@ -258,9 +263,8 @@ def _arrived_one(conn: apsw.Connection, seq: int, window: Window) -> list[int] |
     return sorted(written)
 
 
-@routed
 def refresh(
-    conn: apsw.Connection, seqs: Iterable[int], window: Window, *, arrived: bool = False
+    conn: AnyConnection, seqs: Iterable[int], window: Window, *, arrived: bool = False
 ) -> list[int]:
     """The incremental update after `seqs` arrived, changed, or entered or left the
     servable states: `rewrite` over what `reach`es them and what holds them now (nothing
