@@ -210,6 +210,7 @@ def replace_keys(conn: PgConnection, scope: str, procedure_id: str, keys: Iterab
 
 
 def candidate_ids(conn: PgConnection, scope: str, keys: Iterable[str]) -> list[str]:
+    """Sorted byte by byte (`COLLATE "C"`), as SQLite sorts text."""
     rows = conn.execute(
         'SELECT DISTINCT procedure_id COLLATE "C" AS procedure_id FROM procedure_keys '
         "WHERE scope = %s AND key = ANY (%s) ORDER BY 1",
@@ -251,6 +252,7 @@ def vectors(conn: PgConnection, fingerprint: str, seqs: Sequence[int]) -> dict[i
 
 
 def put_vector(conn: PgConnection, seq: int, fingerprint: str, vector: bytes) -> None:
+    """SQLite's INSERT OR REPLACE: the vector of a (version, fingerprint) is replaced."""
     conn.execute(
         "INSERT INTO procedure_vectors (version_seq, fingerprint, vector) VALUES (%s, %s, %s) "
         "ON CONFLICT (version_seq, fingerprint) DO UPDATE SET vector = excluded.vector",
@@ -271,6 +273,7 @@ def add_aliases(conn: PgConnection, scope: str, name: str, aliases: Iterable[str
 
 
 def aliases(conn: PgConnection, scope: str) -> dict[str, set[str]]:
+    """Names in byte order (`COLLATE "C"`), as SQLite sorts text."""
     found: dict[str, set[str]] = {}
     rows = conn.execute(
         "SELECT name, alias FROM entity_aliases WHERE scope = %s "
