@@ -155,6 +155,27 @@ def test_a_scope_bound_precondition_the_dependent_meets_is_safe() -> None:
     assert assess(producer(), bound(text, "scope"), [meets]).findings == []
 
 
+@pytest.mark.parametrize(
+    ("schedule", "met"),
+    [
+        ("hourly: archive the orders file to cold storage", True),
+        ("every 6 hours archive the orders file", True),
+        ("archive the orders file weekly", False),
+        ("archive the orders file every 2 days", False),
+    ],
+)
+def test_a_demand_of_frequency_is_met_by_comparing_periods(schedule: str, met: bool) -> None:
+    text = "consumers must archive what they read at least every 12 hours"
+    reader = Procedure(
+        id="c",
+        name="load orders",
+        steps=(Step("load them"), Step(schedule)),
+        consumes=(Consumed("orders", source="export orders"),),
+    )
+    findings = assess(producer(), bound(text, "consumers"), [reader]).findings
+    assert [f.pattern for f in findings] == ([] if met else ["unmet_precondition"])
+
+
 def test_an_undeclared_reach_is_inferred_and_the_finding_says_so() -> None:
     text = "consumers must deduplicate on event_id"
     findings = assess(producer(), bound(text, None), [consumer()]).findings

@@ -251,7 +251,7 @@ def _against(text: str, source: str, old: Facts, dependent: Facts) -> list[Findi
     wanted = demands.demand(text, source)
     if wanted is None or demands.already(wanted, old):
         return findings  # nothing asked, or the old version asked it in other words
-    if not demands.met_by(wanted, dependent, demands.context_names(dependent.procedure)):
+    if not demands.fulfils(wanted, dependent, demands.context_names(dependent.procedure)):
         findings.append(
             Finding(
                 dependent.procedure.id,

@@ -398,13 +398,56 @@ def unmet_preconditions(
         if local_to_revision(d, revision, dependent, surface):  # see `locality`
             continue
         conflict = _conflicting_setting(d, dependent)
-        if conflict is None and (
-            met_by(d, dependent, names)
-            or any(_semantically_met(d, clauses, similarity) for _, clauses in units(dependent))
-        ):
+        if conflict is None and fulfils(d, dependent, names, similarity):
             continue
         findings.append(_unmet(d, dependent, surface, _does_the_act(d, dependent)))
     return findings
+
+
+def fulfils(
+    d: Demand, dependent: Facts, names: set[str], similarity: Similarity | None = None
+) -> bool:
+    """Whether the dependent meets the demand: a demand of frequency by comparing periods
+    (see `_done_often_enough`), any other by one of its steps doing it, in its words or with
+    the same identifiers, or (given the caller's similarities) in close paraphrase."""
+    often_enough = _done_often_enough(d, dependent)
+    if often_enough is not None:
+        return often_enough
+    if met_by(d, dependent, names):
+        return True
+    return similarity is not None and any(
+        _semantically_met(d, clauses, similarity) for _, clauses in units(dependent)
+    )
+
+
+def _demanded_period(d: Demand) -> float | None:
+    """The longest a demand lets pass between two of its acts ("reload at least every 24
+    hours", "back up daily"), in seconds; None when it sets no period."""
+    periods = [q.value for q in measures.scan(d.text) if q.dimension == "period"]
+    return min(periods) if periods else None
+
+
+def _done_often_enough(d: Demand, dependent: Facts) -> bool | None:
+    """For a demand of frequency: True when a step of the dependent does the demanded act on
+    a schedule at least as frequent, False when its only scheduled doing of the act is less
+    frequent, None when the demand sets no period or the dependent schedules no such act.
+    A frequency is met by comparing periods, whatever words each side uses for the thing."""
+    bound = _demanded_period(d)
+    if bound is None or d.verb is None:
+        return None
+    verdict = None
+    for _, clauses in units(dependent):
+        plain = [c for c in clauses if not c.negated]
+        if not any(equivalent(d.verb, s) for c in plain for s in c.stems()):
+            continue
+        text = " ".join(c.text for c in plain)
+        periods = [q.value for q in measures.scan(text) if q.dimension == "period"]
+        if not periods:
+            continue
+        if min(periods) <= bound:
+            return True
+        verdict = False
+    return verdict
 
 
 def _does_the_act(d: Demand, dependent: Facts) -> bool:
