@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import storekit
 from memproc import gate
 from memproc.ops.context import OpContext
 from memproc.ops.procedures import judging as procedure_judge
@@ -100,10 +101,16 @@ def evolve(ctx: OpContext, pid: str, gate_fn: Any, step: str = "pin libvips==8.1
     return procedures.evolve_with(ctx, params, gate_fn)
 
 
+@pytest.fixture(params=storekit.store_params("citations"))
+def db(request: pytest.FixtureRequest, db_path: str) -> str:
+    """The store of a test's one Runtime: an SQLite file, then a fresh PostgreSQL database."""
+    return storekit.database(request, db_path)
+
+
 @pytest.fixture
-def pair(make_runtime: Callable[..., Runtime]) -> Callable[..., tuple[Client, str, str]]:
+def pair(make_runtime: Callable[..., Runtime], db: str) -> Callable[..., tuple[Client, str, str]]:
     def make(*, judge: bool = True, **settings: Any) -> tuple[Client, str, str]:
-        runtime = make_runtime(embedder="none", reranker="none", **settings)
+        runtime = make_runtime(db, embedder="none", reranker="none", **settings)
         client = Client(runtime, judge=judge)
         producer = create(client.ctx, "maintain image libraries", ["compile deps/image.in"])
         dependent = create(client.ctx, "render thumbnails", ["install deps/image.txt"])

@@ -4,12 +4,12 @@ meaning alone, and only current versions are ever served."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+import storekit
 from memproc import gate
 from memproc.ops.context import OpContext
 from memproc.ops.procedures import gating as pg
@@ -22,6 +22,17 @@ from memproc.store import procedures as procedure_sql
 from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
+
+
+@pytest.fixture(params=storekit.store_params("citations", "vectors", "memories"))
+def db(request: pytest.FixtureRequest, db_path: str) -> str:
+    """The store a test searches: an SQLite file, then a fresh PostgreSQL database."""
+    return storekit.database(request, db_path)
+
+
+@pytest.fixture
+def rt(open_runtime: Callable[..., Runtime], db: str) -> Runtime:
+    return open_runtime(db)
 
 
 def create(ctx: OpContext, name: str, steps: list[str], **kw: Any) -> str:
@@ -88,12 +99,11 @@ def test_explain_shows_every_candidate_with_its_numbers_at_each_stage(rt: Runtim
 
 @pytest.mark.parametrize("fusion", ["rrf", "zscore"])
 def test_the_fusion_setting_is_followed(
-    open_runtime: Callable[..., Runtime], tmp_path: Path, fusion: str
+    open_runtime: Callable[..., Runtime], db: str, fusion: str
 ) -> None:
     """The same store searched under each fusion: the same obvious winner, and the scores of
     that fusion (reciprocal ranks are at most 2 / (rrf_k + 1); z-scores are squashed into
     (0, 1) and spread wider), as memory search gives them."""
-    db = str(tmp_path / "fusion.db")
     writer = OpContext(open_runtime(db))
     create(writer, "feed the cat", ["put kibble in the cat bowl"])
     keys = create(writer, "rotate keys", ["generate a new API key", "revoke the old API key"])

@@ -1,14 +1,17 @@
-"""Procedure operations on a real SQLite file: evolve promotes or quarantines in one
-transaction, a failing gate fails closed, reviews are the way out, the audit is append-only."""
+"""Procedure operations on each store (a real SQLite file, a real PostgreSQL database): evolve
+promotes or quarantines in one transaction, a failing gate fails closed, reviews are the way
+out, the audit is append-only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import apsw
 import msgspec
 import pytest
 
+import storekit
 from memproc.errors import Conflict, InvalidParams, MemprocError, NotFound
 from memproc.ops.context import OpContext
 from memproc.ops.memories import lifecycle
@@ -16,12 +19,24 @@ from memproc.ops.memories import memory as memory_ops
 from memproc.ops.procedures import gating as pg
 from memproc.ops.procedures import procedures
 from memproc.ops.procedures import review as procedure_review
+from memproc.runtime import Runtime
 from memproc.store import citations
 from memproc.store import procedures as procedure_sql
 from memproc.wire import messages as m
 from memproc.wire import procedure_messages as pm
 
 SCOPE = "proj"
+
+
+@pytest.fixture(
+    params=storekit.store_params(
+        "citations", "memories", "events", "revisions", "threads", "vectors", "validity"
+    )
+)
+def runtime(
+    request: pytest.FixtureRequest, make_runtime: Callable[..., Runtime], db_path: str
+) -> Runtime:
+    return make_runtime(storekit.database(request, db_path))
 
 
 def create(ctx: OpContext, name: str, entities: list[str], steps: list[str], **kw: Any) -> str:
@@ -50,7 +65,11 @@ def evolve(ctx: OpContext, pid: str, **kw: Any) -> pm.EvolveProcedureResult:
 def statuses(ctx: OpContext, pid: str) -> list[str]:
     with ctx.runtime.store().reading() as conn:
         rows = conn.execute(
-            "SELECT status FROM procedure_versions WHERE procedure_id = ? ORDER BY version", (pid,)
+            storekit.sql(
+                conn,
+                "SELECT status FROM procedure_versions WHERE procedure_id = ? ORDER BY version",
+            ),
+            (pid,),
         )
         return [row[0] for row in rows]
 
@@ -227,7 +246,10 @@ def test_one_current_version_is_enforced_by_the_schema(
     evolve(ctx, deploy, **BREAKING)
     with pytest.raises(MemprocError), ctx.runtime.store().writing() as conn:
         conn.execute(
-            "UPDATE procedure_versions SET status = 'current' WHERE procedure_id = ?", (deploy,)
+            storekit.sql(
+                conn, "UPDATE procedure_versions SET status = 'current' WHERE procedure_id = ?"
+            ),
+            (deploy,),
         )
     assert statuses(ctx, deploy) == ["current", "quarantined"]
 

@@ -14,34 +14,7 @@ from memproc.store.routing import POSTGRES_PACKAGE, ROUTED
 
 # Routed functions whose PostgreSQL twin is still to be written (issue 17): this set only
 # shrinks, and the test below fails for a twin that exists but is still listed.
-NOT_YET_PORTED: set[str] = {
-    "procedure_log.append",
-    "procedure_log.entries",
-    "procedure_log.episode_exists",
-    "procedure_log.insert_episode",
-    "procedures.add_aliases",
-    "procedures.aliases",
-    "procedures.candidate_ids",
-    "procedures.current_by_ids",
-    "procedures.current_by_seqs",
-    "procedures.current_procedures",
-    "procedures.current_version",
-    "procedures.exists",
-    "procedures.find_id_by_name",
-    "procedures.get_version",
-    "procedures.insert_procedure",
-    "procedures.insert_version",
-    "procedures.list_current_page",
-    "procedures.procedure_seq",
-    "procedures.promote",
-    "procedures.put_vector",
-    "procedures.quarantined",
-    "procedures.replace_keys",
-    "procedures.search_lexical",
-    "procedures.set_findings",
-    "procedures.set_status",
-    "procedures.vectors",
-}
+NOT_YET_PORTED: set[str] = set()
 
 
 def _load_every_store_module() -> None:
