@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from client import SLOW_SERVER, Client, Spawn, check_stream, clean_env, memproc_argv
+
 from pgkit import fresh_database
 
 _ACTIVE: list[Client] = []
@@ -74,6 +75,12 @@ def db_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
         return tmp_path / "memory.db"
     url: str = request.getfixturevalue("pg_url")
     return url
+
+
+@pytest.fixture
+def store_kind(db_path: Path | str) -> str:
+    """ "sqlite" or "postgres": which store the test's servers use."""
+    return "sqlite" if isinstance(db_path, Path) else "postgres"
 
 
 @pytest.fixture

@@ -247,12 +247,29 @@ def test_remember_accepts_every_kind(server: Client) -> None:
 
 
 def test_content_round_trips_exactly_on_one_line(server: Client) -> None:
-    content = 'line one\nline two\r\n\ttab \u2028 sep \x00 nul \U0001f600 e\u0301 "quoted" \\'
+    content = 'line one\nline two\r\n\ttab \u2028 sep \U0001f600 e\u0301 "quoted" \\'
     memory_id = remember(server, "proj", content, tags=["\u4e2d\u6587"])
     memory = server.result("memory.get", {"scope": "proj", "id": memory_id})["memory"]
     assert memory["content"] == content
     assert memory["tags"] == ["\u4e2d\u6587"]
     assert all(line.count(b"\n") == 1 for line in server.lines)
+
+
+def test_a_nul_character_round_trips_on_sqlite_and_is_refused_on_postgres(
+    server: Client, store_kind: str
+) -> None:
+    """PostgreSQL's text type cannot hold U+0000: its store refuses such a value with a typed
+    error and writes nothing, where SQLite keeps it exactly."""
+    content = "before \x00 after"
+    reply = server.call("memory.remember", {"scope": "nul", "kind": "note", "content": content})
+    if store_kind == "sqlite":
+        memory_id = reply["result"]["id"]
+        memory = server.result("memory.get", {"scope": "nul", "id": memory_id})["memory"]
+        assert memory["content"] == content
+    else:
+        assert_error(reply, -32602)
+        assert reply["error"]["data"]["reason"] == "nul_character"
+        assert server.result("memory.list", {"scope": "nul"})["items"] == []
 
 
 def test_content_and_metadata_limits(spawn: Spawn) -> None:

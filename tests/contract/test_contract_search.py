@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import psycopg
 from client import SLOW_SERVER, Client, Spawn, assert_error
 
 MODEL_TIMEOUT = 60.0  # a ceiling for loading and backfilling; neither normally takes a second
@@ -194,7 +195,7 @@ def test_backfill_sends_progress_when_an_embedder_arrives(spawn: Spawn, models_d
 
 
 def test_vectors_of_answered_remembers_are_written_before_exit(
-    spawn: Spawn, models_dir: Path, db_path: Path
+    spawn: Spawn, models_dir: Path, db_path: Path | str
 ) -> None:
     """A remember is answered before its vectors are computed; at the end of input the
     process finishes them before it exits, so another process finds the memories by meaning
@@ -208,13 +209,24 @@ def test_vectors_of_answered_remembers_are_written_before_exit(
     ]
     assert all(r["created"] for r in answered)
     assert server.finish() == 0
-    connection = apsw.Connection(str(db_path))
-    embedded = connection.execute(
+    assert count_embedded(db_path) == len(CORPUS)
+
+
+def count_embedded(db: Path | str) -> int:
+    """Memories with vectors, read from the store itself (either kind) by another process."""
+    sql = (
         "SELECT count(DISTINCT e.memory_seq) FROM memory_embeddings AS e "
         "JOIN memories AS m ON m.seq = e.memory_seq"
-    ).get
-    connection.close()
-    assert embedded == len(CORPUS)
+    )
+    if isinstance(db, str):
+        with psycopg.connect(db) as server:
+            row = server.execute(sql).fetchone()
+            return int(row[0]) if row else 0
+    connection = apsw.Connection(str(db))
+    try:
+        return int(connection.execute(sql).get or 0)
+    finally:
+        connection.close()
 
 
 def test_a_remember_made_while_the_model_loads_is_found_by_meaning_at_once(

@@ -18,6 +18,7 @@ from memproc.errors import (
     Cancelled,
     Conflict,
     InternalError,
+    InvalidParams,
     MemprocError,
     RequestTooLarge,
     StorageBusy,
@@ -69,7 +70,18 @@ PSYCOPG_ERROR_MAP: tuple[tuple[type[psycopg.Error], Callable[[], MemprocError]],
 )
 
 
+def _holds_nul(exc: psycopg.Error) -> bool:
+    """psycopg refuses, before sending, a text value holding U+0000: PostgreSQL's text type
+    cannot store it (SQLite's can). The value is the client's, so the error is theirs."""
+    return type(exc) is psycopg.DataError and "NUL" in str(exc)
+
+
 def map_psycopg_error(exc: psycopg.Error) -> MemprocError:
+    if _holds_nul(exc):
+        return InvalidParams(
+            "a text value holds the character U+0000, which the PostgreSQL store cannot hold",
+            reason="nul_character",
+        )
     for cls, factory in PSYCOPG_ERROR_MAP:
         if isinstance(exc, cls):
             return factory()
