@@ -127,10 +127,12 @@ class PgStore:
         return True
 
     def integrity_check(self) -> list[str]:
-        """Problems the database's own counts reveal (["ok"] when none): the lexical totals
-        must agree with the rows they count."""
+        """What the database's own state reveals to be wrong (["ok"] when nothing): each row's
+        lexical vector against its text, and the lexical counts against the rows."""
+        from memproc.store.postgres.maintenance import lexical_problems
+
         with self.reading() as conn:
-            return _lexical_count_problems(conn)
+            return lexical_problems(conn) or ["ok"]
 
     def close(self) -> None:
         with self._lock:
@@ -139,20 +141,6 @@ class PgStore:
             self._closed = True
         if hasattr(self, "_pool"):
             self._pool.close()
-
-
-def _lexical_count_problems(conn: PgConnection) -> list[str]:
-    problems = []
-    for corpus, table in (("memories", "memories"), ("procedures", "procedure_versions")):
-        row = conn.execute(
-            f"SELECT t.docs, t.tokens, (SELECT count(*) FROM {table}), "
-            f"(SELECT coalesce(sum(lex_tokens), 0) FROM {table}) "
-            "FROM lexical_totals AS t WHERE t.corpus = %s",
-            (corpus,),
-        ).fetchone()
-        if row is None or (int(row[0]), int(row[1])) != (int(row[2]), int(row[3])):
-            problems.append(f"lexical totals of {corpus} disagree with its rows")
-    return problems or ["ok"]
 
 
 def _conninfo(url: str, password: str | None, settings: PgSettings) -> str:
