@@ -49,6 +49,8 @@ UNIT_SETTINGS = ConnectionSettings(synchronous="normal")
 
 @pytest.fixture
 def store(db_path: str) -> Iterator[Store]:
+    """An SQLite store (tests of what only SQLite has: its file, its PRAGMAs, its plans);
+    `any_store` runs a test on both stores."""
     opened = Store(db_path, UNIT_SETTINGS)
     try:
         yield opened

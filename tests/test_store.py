@@ -7,6 +7,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from memproc.store import NewMemory, Store
 from memproc.store import memories as memory_sql
 from memproc.store.connection import CONNECTION_SETUP, ConnectionSettings, open_connection
 from memproc.store.migrations import _SEARCH_FILTERS, LATEST_VERSION, MIGRATIONS, migrate
+from memproc.store.postgres.database import PgStore
 from memproc.store.quoting import fts_match_any
+from memproc.store.storage import Storage
 
 NewMemoryFactory = Callable[..., NewMemory]
 
@@ -262,13 +265,15 @@ def test_a_write_cancelled_before_commit_rolls_back(
     assert count(store) == 1
 
 
-def test_a_committed_write_seals_its_token(store: Store, new_memory: NewMemoryFactory) -> None:
+def test_a_committed_write_seals_its_token(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
     token = CancelToken()
-    with store.writing(token) as conn:
+    with any_store.writing(token) as conn:
         memory_sql.insert(conn, new_memory("stored"))
     assert token.cancel() is False
     assert token.cancelled is False
-    assert count(store) == 1
+    assert count(any_store) == 1
 
 
 def test_a_long_read_is_interrupted_when_cancelled_from_another_thread(store: Store) -> None:
@@ -294,17 +299,35 @@ def test_a_long_read_is_interrupted_when_cancelled_from_another_thread(store: St
     assert count(store) == 0  # the connection is usable afterwards
 
 
-def test_reads_see_a_consistent_snapshot(store: Store, new_memory: NewMemoryFactory) -> None:
-    insert(store, new_memory("one"))
+def test_a_running_statement_on_postgres_is_cancelled_from_another_thread(
+    pg_store: PgStore,
+) -> None:
+    """The server stops the statement itself: the request does not wait for it to end."""
+    token = CancelToken()
+    canceller = threading.Timer(0.5, token.cancel)
+    canceller.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled), pg_store.reading(token) as conn:
+            conn.execute("SELECT pg_sleep(30)").fetchall()
+    finally:
+        canceller.join()
+    assert time.monotonic() - started < 20
+    with pg_store.reading() as conn:  # the pooled connection is usable afterwards
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_reads_see_a_consistent_snapshot(any_store: Storage, new_memory: NewMemoryFactory) -> None:
+    insert(any_store, new_memory("one"))
     results: list[int] = []
-    with store.reading() as conn:
+    with any_store.reading() as conn:
         results.append(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
-        writer = threading.Thread(target=insert, args=(store, new_memory("two")))
+        writer = threading.Thread(target=insert, args=(any_store, new_memory("two")))
         writer.start()
         writer.join()
         results.append(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
     assert results == [1, 1]
-    assert count(store) == 2
+    assert count(any_store) == 2
 
 
 # -- tracing ----------------------------------------------------------------------------------
@@ -372,17 +395,17 @@ def test_statuses_look_memories_up_by_id(store: Store, new_memory: NewMemoryFact
     assert not any("memories_by_scope" in step for step in plan), plan
 
 
-def test_integrity_check_is_ok(store: Store, new_memory: NewMemoryFactory) -> None:
+def test_integrity_check_is_ok(any_store: Storage, new_memory: NewMemoryFactory) -> None:
     for i in range(20):
-        insert(store, new_memory(f"memory number {i}"))
-    with store.writing() as conn:
+        insert(any_store, new_memory(f"memory number {i}"))
+    with any_store.writing() as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM memories LIMIT 5")]
         for memory_id in ids:
             set_status_by_id(conn, "proj", memory_id, "forgotten", None)
-    assert store.integrity_check() == ["ok"]
+    assert any_store.integrity_check() == ["ok"]
 
 
-def test_insert_and_get_round_trip(store: Store, new_memory: NewMemoryFactory) -> None:
+def test_insert_and_get_round_trip(any_store: Storage, new_memory: NewMemoryFactory) -> None:
     new = new_memory(
         "use ruff",
         kind="decision",
@@ -392,8 +415,8 @@ def test_insert_and_get_round_trip(store: Store, new_memory: NewMemoryFactory) -
         importance=0.9,
         client_token="tok",
     )
-    memory_id = insert(store, new)
-    with store.reading() as conn:
+    memory_id = insert(any_store, new)
+    with any_store.reading() as conn:
         record = memory_sql.get(conn, "proj", memory_id)
         assert memory_sql.get(conn, "other", memory_id) is None
         assert memory_sql.get(conn, "proj", "missing") is None
@@ -433,35 +456,39 @@ def test_list_page_is_newest_first_with_keyset_pagination(
     assert [r.id for r in facts] == [ids[5], ids[3], ids[1]]
 
 
-def test_set_status_hides_from_list_and_search(store: Store, new_memory: NewMemoryFactory) -> None:
-    keep = insert(store, new_memory("penguin keep"))
-    gone = insert(store, new_memory("penguin gone"))
-    with store.writing() as conn:
+def test_set_status_hides_from_list_and_search(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
+    keep = insert(any_store, new_memory("penguin keep"))
+    gone = insert(any_store, new_memory("penguin gone"))
+    with any_store.writing() as conn:
         set_status_by_id(conn, "proj", gone, "forgotten", "no longer true")
-    with store.reading() as conn:
+    with any_store.reading() as conn:
         listed = memory_sql.list_page(conn, "proj", kinds=None, before_seq=None, limit=10)
         record = memory_sql.get(conn, "proj", gone)
     assert [r.id for r in listed] == [keep]
     assert record is not None and record.status == "forgotten"
-    assert search(store, "penguin", ["proj"]) == [keep]
+    assert search(any_store, "penguin", ["proj"]) == [keep]
 
 
-def test_search_respects_scopes_and_kinds(store: Store, new_memory: NewMemoryFactory) -> None:
-    a_fact = insert(store, new_memory("otter facts", scope="a", kind="fact"))
-    a_note = insert(store, new_memory("otter notes", scope="a", kind="note"))
-    b_fact = insert(store, new_memory("otter more", scope="b", kind="fact"))
-    insert(store, new_memory("otter hidden", scope="c", kind="fact"))
-    assert set(search(store, "otter", ["a"])) == {a_fact, a_note}
-    assert set(search(store, "otter", ["a", "b"])) == {a_fact, a_note, b_fact}
-    assert set(search(store, "otter", ["a", "b"], kinds=["fact"])) == {a_fact, b_fact}
-    assert search(store, "otter", ["a"], kinds=["decision"]) == []
-    assert search(store, "otter", ["nowhere"]) == []
+def test_search_respects_scopes_and_kinds(any_store: Storage, new_memory: NewMemoryFactory) -> None:
+    a_fact = insert(any_store, new_memory("otter facts", scope="a", kind="fact"))
+    a_note = insert(any_store, new_memory("otter notes", scope="a", kind="note"))
+    b_fact = insert(any_store, new_memory("otter more", scope="b", kind="fact"))
+    insert(any_store, new_memory("otter hidden", scope="c", kind="fact"))
+    assert set(search(any_store, "otter", ["a"])) == {a_fact, a_note}
+    assert set(search(any_store, "otter", ["a", "b"])) == {a_fact, a_note, b_fact}
+    assert set(search(any_store, "otter", ["a", "b"], kinds=["fact"])) == {a_fact, b_fact}
+    assert search(any_store, "otter", ["a"], kinds=["decision"]) == []
+    assert search(any_store, "otter", ["nowhere"]) == []
 
 
-def test_search_ranks_better_matches_first(store: Store, new_memory: NewMemoryFactory) -> None:
-    weak = insert(store, new_memory("a long note that mentions a heron once among many words"))
-    strong = insert(store, new_memory("heron heron"))
-    assert search(store, "heron", ["proj"]) == [strong, weak]
+def test_search_ranks_better_matches_first(
+    any_store: Storage, new_memory: NewMemoryFactory
+) -> None:
+    weak = insert(any_store, new_memory("a long note that mentions a heron once among many words"))
+    strong = insert(any_store, new_memory("heron heron"))
+    assert search(any_store, "heron", ["proj"]) == [strong, weak]
 
 
 def test_search_limit_applies_after_filtering_forgotten(

@@ -8,17 +8,19 @@ knows for certain that nothing was applied.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from memproc.errors import Cancelled
 
 
 class CancelToken:
-    __slots__ = ("_cancelled", "_lock", "_sealed")
+    __slots__ = ("_callbacks", "_cancelled", "_lock", "_sealed")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancelled = False
         self._sealed = False
+        self._callbacks: list[Callable[[], None]] = []
 
     def cancel(self) -> bool:
         """Ask the work to stop. False when it is too late (the work is sealed)."""
@@ -26,7 +28,26 @@ class CancelToken:
             if self._sealed:
                 return False
             self._cancelled = True
-            return True
+            callbacks = list(self._callbacks)
+        for callback in callbacks:  # outside the lock: a callback may take its time
+            callback()
+        return True
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from the cancelling thread) when the token is cancelled, for work
+        that cannot poll the token: a statement running on a database server. Returns the
+        function that unregisters it. Already cancelled: called at once."""
+        with self._lock:
+            if not self._cancelled:
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
 
     @property
     def cancelled(self) -> bool:

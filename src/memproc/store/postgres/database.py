@@ -100,7 +100,7 @@ class PgStore:
         self, token: CancelToken | None, begin: str, write: bool = False
     ) -> Iterator[PgConnection]:
         cancelled = (lambda: token.cancelled) if token is not None else bool
-        with storage_errors(cancelled), self._pool.connection() as raw:
+        with storage_errors(cancelled), self._pool.connection() as raw, _cancels(token, raw):
             raw.execute(begin)
             try:
                 if write:
@@ -141,6 +141,21 @@ class PgStore:
             self._closed = True
         if hasattr(self, "_pool"):
             self._pool.close()
+
+
+@contextmanager
+def _cancels(token: CancelToken | None, raw: psycopg.Connection[Any]) -> Iterator[None]:
+    """While the block runs, cancelling the token cancels the statement the connection is
+    running on the server (which then fails with QueryCanceled, read as Cancelled): the
+    SQLite store's progress handler does the same between VM steps."""
+    if token is None:
+        yield
+        return
+    forget = token.on_cancel(raw.cancel_safe)
+    try:
+        yield
+    finally:
+        forget()
 
 
 def _conninfo(url: str, password: str | None, settings: PgSettings) -> str:
