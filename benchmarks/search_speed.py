@@ -424,6 +424,13 @@ def main() -> None:
     parser.add_argument("--ingest-sample", type=int, default=2_000)
     parser.add_argument("--ingest-one", type=int, default=300, help="memories, one per call")
     parser.add_argument("--runs", type=int, default=3, help="runs of ingest and spawn")
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="also measure the PostgreSQL store beside SQLite: a server URL, or `local` to "
+        "start one (see store_compare.py); only these side-by-side figures are printed",
+    )
+    parser.add_argument("--writer-notes", type=int, default=200, help="per writer process")
     args = parser.parse_args()
     pull(MODEL, args.models_dir)
     rng = np.random.default_rng(7)
@@ -432,6 +439,11 @@ def main() -> None:
     queries = texts(args.queries, words, rng, (4, 10))
     sample = texts(args.ingest_sample, words, rng, (15, 120))
     with tempfile.TemporaryDirectory() as tmp:
+        if args.store is not None:
+            import store_compare
+
+            store_compare.run(args, tmp, embedder, queries, sample, fill_store, warm_until_loaded)
+            return
         floors = choose_floors(args.models_dir, tmp, queries, sample)
         run_search(args, tmp, embedder, queries, floors["one"])
         run_ingest(args, sample, words, floors)

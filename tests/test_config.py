@@ -223,3 +223,14 @@ def test_serve_with_bad_config_file_exits_2_naming_the_key(tmp_path: Path) -> No
     assert done.returncode == 2
     assert done.stdout == b""
     assert b"max_pending" in done.stderr
+
+
+def test_a_keyword_connection_string_is_refused_rather_than_made_a_file(tmp_path: Path) -> None:
+    from memproc.errors import StorageUnavailable
+    from memproc.store import open_store
+
+    db = "host=127.0.0.1 dbname=mem user=me"
+    with pytest.raises(StorageUnavailable) as raised:
+        open_store(Config(db=db))
+    assert raised.value.data["reason"] == "bad_url"
+    assert not (Path.cwd() / db).exists()

@@ -7,6 +7,7 @@ server URL (see `store/routing.py` for how a call finds its store).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from memproc.store.database import Store
@@ -34,11 +35,24 @@ def is_server_url(db: str) -> bool:
     return db.startswith(SERVER_SCHEMES)
 
 
+# libpq's other way of naming a server ("host=db1 dbname=mem"): taken as a file name, it
+# would silently become a new SQLite file of that name.
+_KEYWORD_CONNINFO = re.compile(r"^\s*(host|hostaddr|dbname|user|port|service)\s*=", re.I)
+
+
 def open_store(config: Config) -> Storage:
     """The store `config.db` names: a PostgreSQL server for a URL, else an SQLite file.
     psycopg is imported only for a server URL (it is an optional extra)."""
     if is_server_url(config.db):
         return _open_server(config)
+    if _KEYWORD_CONNINFO.match(config.db):
+        from memproc.errors import StorageUnavailable
+
+        raise StorageUnavailable(
+            "storage unavailable: `db` looks like a PostgreSQL connection string; give the "
+            "server as a URL (postgresql://user@host:port/database)",
+            reason="bad_url",
+        )
     from memproc.store.connection import ConnectionSettings
 
     settings = ConnectionSettings(

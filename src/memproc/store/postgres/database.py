@@ -54,9 +54,8 @@ class PgStore:
         self._closed = False
         self._lock = threading.Lock()
         self._conninfo = _conninfo(url, password, self.settings)
-        self._check_reachable()
         with storage_errors():
-            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            with self._first_connection() as conn:
                 migrate(conn)
             self._pool = ConnectionPool(
                 self._conninfo,
@@ -69,11 +68,11 @@ class PgStore:
             )
             self._pool.open(wait=True, timeout=self.settings.connect_timeout_s)
 
-    def _check_reachable(self) -> None:
-        """Fail fast, with libpq's reason (never the password), when the server cannot be
-        reached or refuses us: the pool alone would only time out."""
+    def _first_connection(self) -> psycopg.Connection[Any]:
+        """A first connection, failing fast with libpq's reason (never the password) when the
+        server cannot be reached or refuses us: the pool alone would only time out."""
         try:
-            psycopg.connect(self._conninfo, autocommit=True).close()
+            return psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.OperationalError as exc:
             reason = _first_line(str(exc))
             if "password" in reason or "authentication" in reason:
