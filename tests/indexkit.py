@@ -12,7 +12,7 @@ from memproc.runtime import Runtime
 from memproc.wire.messages import RememberBatchParams, RememberItem
 
 
-def fill_indexed(db: Path, models_dir: Path, scope: str = "p") -> Path:
+def fill_indexed(db: Path | str, models_dir: Path, scope: str = "p") -> Path | str:
     runtime = Runtime(Config(db=str(db), models_dir=str(models_dir), reranker="none"))
     try:
         runtime.open_store()

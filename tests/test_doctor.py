@@ -11,7 +11,7 @@ from indexkit import damage, fill_indexed
 from modelkit import flip_byte
 
 
-def doctor(db: Path, models_dir: Path, *extra: str) -> tuple[int, str]:
+def doctor(db: Path | str, models_dir: Path, *extra: str) -> tuple[int, str]:
     completed = memproc("doctor", "--db", str(db), "--models-dir", str(models_dir), *extra)
     return completed.returncode, completed.stdout
 
@@ -58,3 +58,16 @@ def test_a_missing_database_is_a_problem(tmp_path: Path, minilm_dir: Path) -> No
     status, report = doctor(tmp_path / "absent.db", minilm_dir.parent)
     assert status == 1 and f"PROBLEM  database: no database at {tmp_path / 'absent.db'}" in report
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_a_healthy_postgres_store_passes(pg_url: str, minilm_dir: Path) -> None:
+    """On a server store: the same checks, pgvector named, and none about a file or a disk."""
+    fill_indexed(pg_url, minilm_dir.parent)
+    status, report = doctor(pg_url, minilm_dir.parent, "--json")
+    parsed = json.loads(report)
+    assert status == 0 and parsed["ok"] is True, report
+    checks = {check["name"]: check for check in parsed["checks"]}
+    assert {"integrity", "schema", "index"} <= set(checks)
+    assert not {"disk", "wal"} & set(checks)
+    assert checks["index"]["detail"] == "6 memories, no drift"
+    assert "pgvector" in checks["schema"]["detail"]

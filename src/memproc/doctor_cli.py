@@ -23,6 +23,7 @@ import msgspec
 
 from memproc.config import Config, ConfigError, load_config
 from memproc.errors import MemprocError
+from memproc.store import is_server_url
 
 Status = Literal["ok", "warn", "fail"]
 WAL_WARN_BYTES = 64 << 20
@@ -80,9 +81,11 @@ def _environment(config: Config) -> list[Check]:
         "onnxruntime": _package_version("onnxruntime"),
         "sqlite_vec": _package_version("sqlite-vec"),
     }
+    if is_server_url(config.db):
+        versions["psycopg"] = _package_version("psycopg")
     checks = [Check("environment", "ok", ", ".join(f"{k} {v}" for k, v in versions.items()))]
     directory = os.path.dirname(os.path.abspath(config.db))
-    if os.path.isdir(directory):
+    if not is_server_url(config.db) and os.path.isdir(directory):
         free = shutil.disk_usage(directory).free
         status: Status = "ok" if free >= FREE_DISK_WARN_BYTES else "warn"
         detail = f"{free >> 20} MiB free in {directory}"
@@ -101,7 +104,8 @@ def _package_version(name: str) -> str:
 
 
 def _database(config: Config) -> list[Check]:
-    if not os.path.exists(config.db):
+    server = is_server_url(config.db)
+    if not server and not os.path.exists(config.db):
         return [Check("database", "fail", f"no database at {config.db}")]
     from memproc import index_cli
     from memproc.runtime import Runtime
@@ -109,14 +113,14 @@ def _database(config: Config) -> list[Check]:
     runtime = Runtime(config)
     try:
         store = runtime.store()
-        checks = [_integrity(store), _schema(store)]
+        checks = [_integrity(store), _schema(store, server)]
         report, missing = index_cli.drift(runtime)
         checks.append(_index(report, missing))
     except MemprocError as exc:
         return [Check("database", "fail", f"{exc.kind}: {exc.message}", exc.data)]
     finally:
         runtime.close()
-    return [*checks, _wal(config.db)]
+    return checks if server else [*checks, _wal(config.db)]
 
 
 def _integrity(store: Any) -> Check:
@@ -126,15 +130,21 @@ def _integrity(store: Any) -> Check:
     return Check("integrity", "fail", "; ".join(problems[:5]), {"problems": problems[:20]})
 
 
-def _schema(store: Any) -> Check:
+def _schema(store: Any, server: bool) -> Check:
+    """The schema version, and the version of the extension that holds the vectors
+    (sqlite-vec, or pgvector on a PostgreSQL store)."""
     from memproc.store import maintenance
-    from memproc.store.migrations import LATEST_VERSION, schema_version
 
+    if server:
+        from memproc.store.postgres.migrations import LATEST_VERSION, schema_version
+    else:
+        from memproc.store.migrations import LATEST_VERSION, schema_version
     with store.reading() as conn:
         version = schema_version(conn)
         vec = maintenance.sqlite_vec_version(conn)
-    data = {"schema_version": version, "sqlite_vec": vec}
-    return Check("schema", "ok", f"version {version} of {LATEST_VERSION}; sqlite-vec {vec}", data)
+    name = "pgvector" if server else "sqlite-vec"
+    data = {"schema_version": version, name.replace("-", "_"): vec}
+    return Check("schema", "ok", f"version {version} of {LATEST_VERSION}; {name} {vec}", data)
 
 
 def _index(report: Any, missing: int) -> Check:
