@@ -12,11 +12,6 @@ import pytest
 import memproc.store
 from memproc.store.routing import POSTGRES_PACKAGE, ROUTED
 
-# Routed functions whose PostgreSQL twin is still to be written (issue 17): this set only
-# shrinks, and the test below fails for a twin that exists but is still listed.
-NOT_YET_PORTED: set[str] = set()
-
-
 def _load_every_store_module() -> None:
     for info in pkgutil.iter_modules(memproc.store.__path__):
         if not info.ispkg:
@@ -38,9 +33,6 @@ def _twin(qualified: str) -> object | None:
 @pytest.mark.parametrize("qualified", sorted(ROUTED))
 def test_each_routed_function_has_a_twin_with_the_same_parameters(qualified: str) -> None:
     twin = _twin(qualified)
-    if qualified in NOT_YET_PORTED:
-        assert twin is None, f"{qualified} has a twin now: take it off NOT_YET_PORTED"
-        return
     assert twin is not None, f"store.postgres.{qualified} is missing"
     sqlite_parameters = list(inspect.signature(ROUTED[qualified]).parameters)
     twin_parameters = list(inspect.signature(twin).parameters)  # type: ignore[arg-type]
