@@ -57,6 +57,26 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
     # Read time expressions in queries ("last weekend") and rank memories from that span up.
     time_awareness: bool = True
+    # Channels that read back what the best lexical hits say (see retrieval/feedback.py), each
+    # off by default until it helped on the blind halves of LoCoMo, LongMemEval-S and SciFact
+    # (benchmarks/RESULTS.md, "Channels (issue 15)").
+    # RM3: the `lexical_feedback_terms` best terms of the top `lexical_feedback_docs` lexical
+    # hits form a second lexical query, whose bm25 is added to the original's times
+    # `lexical_feedback_weight`. 0 docs: off.
+    lexical_feedback_docs: Annotated[int, msgspec.Meta(ge=0, le=50)] = 0
+    lexical_feedback_terms: Annotated[int, msgspec.Meta(ge=1, le=64)] = 10
+    lexical_feedback_weight: Annotated[float, msgspec.Meta(gt=0, le=10)] = 0.5
+    # Rocchio on vectors: the question's vector plus `dense_feedback_weight` times the mean
+    # of the top `dense_feedback_docs` lexical hits' vectors (each hit's chunk nearest the
+    # question), searched as its own fusion channel ("channel") or in place of the question's
+    # own dense query ("query"). 0 docs: off.
+    dense_feedback_docs: Annotated[int, msgspec.Meta(ge=0, le=50)] = 0
+    dense_feedback_weight: Annotated[float, msgspec.Meta(gt=0, le=10)] = 0.5
+    dense_feedback_as: Literal["channel", "query"] = "channel"
+    # Thread aggregation: each candidate's fused score gains this weight times the sum of the
+    # fused scores of the candidates of its thread (itself included), so turns of a
+    # conversation that matches as a whole rise together. 0: off.
+    thread_score_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
     # Conversation-aware indexing: a memory with a thread (`thread`, else `source.session`)
     # is indexed with the text of up to this many servable memories of its thread before it
     # and after it (by occurred_at, then write order). 0 and 0: threads change nothing. A new
