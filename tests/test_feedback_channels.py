@@ -14,6 +14,7 @@ import pytest
 from memproc.retrieval import feedback
 from memproc.retrieval.query import STOPWORDS
 from memproc.runtime import Runtime
+from memproc.store import memories as memory_sql
 from memproc.store import vectors as vector_sql
 from searchkit import OpenRuntime, embedder_row, ids, remember, remember_all, search, seq_of
 
@@ -61,6 +62,48 @@ def test_rm3_leaves_a_query_without_hits_alone(open_runtime: OpenRuntime) -> Non
     assert ids(result) == []
     assert result.explanation is not None
     assert result.explanation.queries.lexical_feedback is None
+
+
+def test_idf_keeps_a_word_every_memory_shares_out_of_the_feedback(
+    open_runtime: OpenRuntime,
+) -> None:
+    """Every turn of a chat starts with its speaker: plain RM1 feeds the name back first."""
+    chat = {name: f"Caroline: {text}" for name, text in ZEBRAFISH.items()}
+    plain = open_runtime(lexical_feedback_docs=3, lexical_feedback_terms=1)
+    remember_all(plain, chat)
+    without = search(plain, "zebrafish", mode="lexical", explain=True)
+    assert without.explanation is not None
+    assert list(without.explanation.queries.feedback_terms or {}) == ["caroline"]
+    idf = open_runtime(
+        plain.config.db,
+        lexical_feedback_docs=3,
+        lexical_feedback_terms=1,
+        lexical_feedback_idf=True,
+    )
+    found = search(idf, "zebrafish", mode="lexical", explain=True)
+    assert found.explanation is not None
+    chosen = list(found.explanation.queries.feedback_terms or {})
+    hit_words = {w for k in ("assay", "larvae", "dose") for w in feedback.tokens(ZEBRAFISH[k])}
+    assert len(chosen) == 1 and chosen != ["caroline"] and chosen[0] in hit_words
+
+
+def test_document_frequencies_count_memories_holding_each_term(rt: Runtime) -> None:
+    remember_all(rt, ZEBRAFISH)
+    with rt.store().reading() as conn:
+        total, counts = memory_sql.document_frequencies(
+            conn, ["morpholino", "Zebrafish", "injections", "photosynthesis"]
+        )
+    assert total == len(ZEBRAFISH)
+    # FTS5 reads each term as a query: case folded, stemmed ("injections" -> "injection").
+    assert counts == {"morpholino": 4, "Zebrafish": 3, "injections": 2, "photosynthesis": 0}
+
+
+def test_idf_weighting_renormalises_and_prefers_rare_terms() -> None:
+    terms = [("common", 0.6), ("rare", 0.4)]
+    weighed = feedback.weigh_by_idf(terms, total=100, counts={"common": 90, "rare": 2}, count=2)
+    assert [t for t, _ in weighed] == ["rare", "common"]
+    assert abs(sum(w for _, w in weighed) - 1.0) < 1e-9
+    assert feedback.weigh_by_idf(terms, 100, {"common": 90, "rare": 2}, count=1)[0][0] == "rare"
 
 
 def test_relevance_model_weighs_terms_by_frequency_and_hit_score() -> None:

@@ -66,6 +66,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     lexical_feedback_docs: Annotated[int, msgspec.Meta(ge=0, le=50)] = 0
     lexical_feedback_terms: Annotated[int, msgspec.Meta(ge=1, le=64)] = 10
     lexical_feedback_weight: Annotated[float, msgspec.Meta(gt=0, le=10)] = 0.5
+    # Weigh each feedback term by its idf in the store too, so that words every memory shares
+    # (a speaker's name in every turn) are not fed back first.
+    lexical_feedback_idf: bool = False
     # Rocchio on vectors: the question's vector plus `dense_feedback_weight` times the mean
     # of the top `dense_feedback_docs` lexical hits' vectors (each hit's chunk nearest the
     # question), searched as its own fusion channel ("channel") or in place of the question's

@@ -81,6 +81,27 @@ def relevance_model(
     return [(term, weight / total) for term, weight in best] if total > 0 else []
 
 
+def weigh_by_idf(
+    terms: Sequence[tuple[str, float]], total: int, counts: dict[str, int], count: int
+) -> list[tuple[str, float]]:
+    """The `count` best of `terms` once each weight is multiplied by the term's idf in the
+    whole store (bm25's: log(1 + (N - df + 0.5) / (df + 0.5))), renormalised to sum to 1.
+
+    Words every memory of a store shares (a speaker's name in each turn of a chat, a field's
+    jargon in every abstract) are frequent in the top hits too, and plain RM1 feeds them back
+    first; they match everything and only add noise. A term FTS5 did not count weighs as if
+    in no memory."""
+
+    def idf(term: str) -> float:
+        df = counts.get(term, 0)
+        return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+    weighed = [(term, weight * idf(term)) for term, weight in terms]
+    best = sorted(weighed, key=lambda item: (-item[1], item[0]))[:count]
+    sum_ = math.fsum(weight for _, weight in best)
+    return [(term, weight / sum_) for term, weight in best] if sum_ > 0 else []
+
+
 def feedback_match(terms: Sequence[tuple[str, float]]) -> str | None:
     """The FTS5 MATCH expression for the feedback terms (quoted like any user text)."""
     return fts_match_any(" ".join(term for term, _ in terms))

@@ -36,6 +36,9 @@ Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
 # Dense search runs over chunks; ask for more chunks than memories so that several chunks of
 # one long memory do not crowd out other memories.
 CHUNKS_PER_CANDIDATE = 3
+# With idf-weighted lexical feedback, how many times more terms than it keeps RM1 proposes:
+# idf can only choose among what the hits say often enough.
+IDF_CHOICE = 4
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class FeedbackPlan:
     lexical_docs: int = 0
     lexical_terms: int = 10
     lexical_weight: float = 0.5
+    lexical_idf: bool = False  # weigh feedback terms by their idf in the store
     dense_docs: int = 0
     dense_weight: float = 0.5
     dense_as: str = "channel"  # "channel": a fusion channel of its own; "query": replaces dense
@@ -185,7 +189,14 @@ def _with_lexical_feedback(
     assert plan.lexical_match is not None
     settings = plan.feedback
     hits = [(records[seq].content, score) for seq, score in ranked[: settings.lexical_docs]]
-    terms = feedback.relevance_model(hits, plan.lexical_match, settings.lexical_terms)
+    if settings.lexical_idf:  # a wider choice, narrowed by idf
+        wide = feedback.relevance_model(
+            hits, plan.lexical_match, settings.lexical_terms * IDF_CHOICE
+        )
+        total, counts = memory_sql.document_frequencies(conn, [term for term, _ in wide])
+        terms = feedback.weigh_by_idf(wide, total, counts, settings.lexical_terms)
+    else:
+        terms = feedback.relevance_model(hits, plan.lexical_match, settings.lexical_terms)
     match = feedback.feedback_match(terms)
     if match is None:
         return ranked
