@@ -42,7 +42,13 @@ def test_rm3_finds_a_memory_by_the_top_hits_words(open_runtime: OpenRuntime) -> 
     assert without.explanation.queries.lexical_feedback is None
     assert without.explanation.queries.feedback_terms is None
 
-    rm3 = open_runtime(plain.config.db, lexical_feedback_docs=3, lexical_feedback_terms=3)
+    rm3 = open_runtime(
+        plain.config.db,
+        lexical_feedback_docs=3,
+        lexical_feedback_terms=3,
+        lexical_feedback_idf=False,
+        lexical_feedback_weight=0.5,
+    )
     found = search(rm3, "zebrafish", mode="lexical", explain=True)
     assert memories["batch"] in ids(found)
     assert set(ids(found)[:3]) == {memories[k] for k in ("assay", "larvae", "dose")}
@@ -69,7 +75,9 @@ def test_idf_keeps_a_word_every_memory_shares_out_of_the_feedback(
 ) -> None:
     """Every turn of a chat starts with its speaker: plain RM1 feeds the name back first."""
     chat = {name: f"Caroline: {text}" for name, text in ZEBRAFISH.items()}
-    plain = open_runtime(lexical_feedback_docs=3, lexical_feedback_terms=1)
+    plain = open_runtime(
+        lexical_feedback_docs=3, lexical_feedback_terms=1, lexical_feedback_idf=False
+    )
     remember_all(plain, chat)
     without = search(plain, "zebrafish", mode="lexical", explain=True)
     assert without.explanation is not None

@@ -47,11 +47,11 @@ class FeedbackPlan:
 
     lexical_docs: int = 0
     lexical_terms: int = 10
-    lexical_weight: float = 0.5
-    lexical_idf: bool = False  # weigh feedback terms by their idf in the store
+    lexical_weight: float = 0.25
+    lexical_idf: bool = True  # weigh feedback terms by their idf in the store
     dense_docs: int = 0
-    dense_weight: float = 0.5
-    dense_as: str = "channel"  # "channel": a fusion channel of its own; "query": replaces dense
+    dense_weight: float = 0.25
+    dense_as: str = "query"  # "query": replaces the dense query; "channel": a channel of its own
     thread_weight: float = 0.0  # thread aggregation; 0: off
 
 
