@@ -122,6 +122,26 @@ def interpolate(
     return sorted(combined.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
+def moved_query(
+    query: bytes, hits: Sequence[Sequence[bytes]], weight: float
+) -> tuple[bytes | None, list[bool]]:
+    """The dense feedback query (float32 bytes) from the question's vector and each hit's
+    stored chunks (best hit first), and which hits took part (those with vectors); None
+    when none has any."""
+    import numpy as np
+
+    question = np.frombuffer(query, dtype=np.float32)
+    chosen = [
+        nearest_chunk(question, [np.frombuffer(v, dtype=np.float32) for v in chunks])
+        for chunks in hits
+    ]
+    vectors = [vector for vector in chosen if vector is not None]
+    if not vectors:
+        return None, [False] * len(hits)
+    moved = rocchio(question, vectors, weight)
+    return moved.tobytes(), [vector is not None for vector in chosen]
+
+
 def rocchio(query: np.ndarray, hit_vectors: Sequence[np.ndarray], weight: float) -> np.ndarray:
     """The query vector moved toward the hits' centroid: normalise(q + weight * mean(hits)),
     unit length so that cosine search reads it as it reads any query. Unchanged without

@@ -17,7 +17,12 @@ import apsw
 from memproc.lifecycle import State
 from memproc.retrieval import feedback
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
-from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.fusion import (
+    group_totals,
+    logistic,
+    reciprocal_rank_fusion,
+    zscore_fusion,
+)
 from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord, validity
 from memproc.store import memories as memory_sql
@@ -213,23 +218,16 @@ def _dense_feedback_query(
     settings = plan.feedback
     if not settings.dense_docs or plan.query_vector is None or plan.embedder is None:
         return None
-    import numpy as np
-
     lexical = [c for c in gathered.candidates.values() if c.lexical_rank is not None]
     lexical.sort(key=lambda c: c.lexical_rank or 0)
     top = [c.record.seq for c in lexical[: settings.dense_docs]]
     stored = vector_sql.vectors_of(conn, plan.embedder, top)
-    query = np.frombuffer(plan.query_vector, dtype=np.float32)
-    chunks = {
-        seq: feedback.nearest_chunk(query, [np.frombuffer(v, dtype=np.float32) for v in rows])
-        for seq, rows in stored.items()
-    }
-    used = [seq for seq in top if chunks.get(seq) is not None]
-    if not used:
-        return None
-    gathered.dense_feedback_from = used
-    hit_vectors = [chunk for seq in used if (chunk := chunks[seq]) is not None]
-    return feedback.rocchio(query, hit_vectors, settings.dense_weight).tobytes()
+    moved, used = feedback.moved_query(
+        plan.query_vector, [stored.get(s, []) for s in top], settings.dense_weight
+    )
+    if moved is not None:
+        gathered.dense_feedback_from = [seq for seq, kept in zip(top, used, strict=True) if kept]
+    return moved
 
 
 def _gather_dense(
@@ -336,26 +334,16 @@ def _score_part(
 def _with_thread_scores(
     part: list[Candidate], fused: dict[int, float], weight: float
 ) -> dict[int, float]:
-    """Thread aggregation: each candidate's fused score plus `weight` times the sum of the
-    fused scores of the candidates in `part` that share its thread (itself included; a
-    memory without a thread is a thread of its own), so that the turns of a conversation
-    that matches as a whole rise together and a lone turn that matches by chance does not."""
-
-    def thread_of(candidate: Candidate) -> tuple[str, str]:
-        record = candidate.record
-        return (record.scope, record.thread) if record.thread else ("", f"seq:{record.seq}")
-
-    totals: dict[tuple[str, str], float] = {}
+    """Thread aggregation (see `fusion.group_totals`): each candidate's fused score plus
+    `weight` times its thread's total over `part`; a memory without a thread is its own."""
+    threads = {
+        c.record.seq: (c.record.scope, c.record.thread) if c.record.thread else c.record.seq
+        for c in part
+    }
+    totals = group_totals(threads, fused)
     for candidate in part:
-        key = thread_of(candidate)
-        totals[key] = totals.get(key, 0.0) + fused.get(candidate.record.seq, 0.0)
-    adjusted = dict(fused)
-    for candidate in part:
-        candidate.thread_score = totals[thread_of(candidate)]
-        adjusted[candidate.record.seq] = (
-            fused.get(candidate.record.seq, 0.0) + weight * candidate.thread_score
-        )
-    return adjusted
+        candidate.thread_score = totals[candidate.record.seq]
+    return fused | {seq: fused.get(seq, 0.0) + weight * totals[seq] for seq in threads}
 
 
 def _rank_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) -> dict[int, float]:
