@@ -88,6 +88,15 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
         help="memproc config setting for every mode, e.g. --set rrf_k=30 (repeatable)",
     )
     parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL:KEY=VALUE,...",
+        help="a named set of memproc settings on top of --set, run in the same process as the "
+        "plain modes: adds mode hybrid@LABEL unless --modes names MODE@LABEL itself "
+        "(repeatable), e.g. --variant rm3:lexical_feedback_docs=5",
+    )
+    parser.add_argument(
         "--recency-weight", type=float, default=None, help="hybrid+boosts: config recency_weight"
     )
     parser.add_argument(
@@ -98,12 +107,38 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_modes(text: str) -> list[str]:
+def parse_modes(text: str, variants: Sequence[str] = ()) -> list[str]:
+    """The memproc modes to run: plain modes, and `MODE@LABEL` for a mode under the settings
+    of `--variant LABEL:...`; each variant no mode names runs as `hybrid@LABEL`."""
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MEMPROC_MODES]
+    labels = list(parse_variants(variants))
+    unknown = [m for m in modes if base_mode(m) not in MEMPROC_MODES]
+    unknown += [m for m in modes if "@" in m and m.split("@", 1)[1] not in labels]
     if unknown:
         raise SystemExit(f"unknown mode(s): {', '.join(unknown)}")
-    return modes
+    named = {m.split("@", 1)[1] for m in modes if "@" in m}
+    return modes + [f"hybrid@{label}" for label in labels if label not in named]
+
+
+def parse_variants(variants: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`["rm3:a=1,b=2"]` -> {"rm3": {"a": 1, "b": 2}}, typed by memproc's own Config."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for text in variants:
+        label, _, pairs = text.partition(":")
+        if not label or "@" in label or label in parsed:
+            raise SystemExit(f"bad --variant {text!r}: a new label, then ':' and settings")
+        parsed[label] = config_overrides([p for p in pairs.split(",") if p])
+    return parsed
+
+
+def base_mode(mode: str) -> str:
+    """`hybrid@rm3` -> `hybrid`: the mode a variant's search runs in."""
+    return mode.split("@", 1)[0]
+
+
+def is_memproc(system: str) -> bool:
+    """Whether a system name is one of memproc's modes (plain or a variant's)."""
+    return base_mode(system) in MEMPROC_MODES
 
 
 def half_of(item_id: str) -> str:
@@ -347,6 +382,9 @@ def runtime_settings(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     each weight comes from its flag, else the config default, else FALLBACK_BOOSTS (the
     config defaults are 0, which would make hybrid+boosts the same as hybrid)."""
     overrides = config_overrides(getattr(args, "set", []))
+    if "@" in mode:
+        variant = parse_variants(getattr(args, "variant", []))[mode.split("@", 1)[1]]
+        return {**runtime_settings(base_mode(mode), args), **variant}
     if mode != "hybrid+boosts":
         return {**overrides, **NO_BOOSTS}
     flags = {
@@ -376,6 +414,7 @@ def config_overrides(pairs: Sequence[str]) -> dict[str, Any]:
 
 def search_mode(mode: str) -> str:
     """The protocol's `mode` for a benchmark mode name."""
+    mode = base_mode(mode)
     return "hybrid" if mode == "hybrid+boosts" else mode
 
 

@@ -153,7 +153,7 @@ def run_memproc(
     notes: common.ModeNotes,
 ) -> dict[str, list[list[str]]]:
     """Per mode, per query: ranked dia_ids."""
-    modes = common.parse_modes(args.modes)
+    modes = common.parse_modes(args.modes, args.variant)
     items = [
         {
             "kind": "episode",
@@ -282,7 +282,7 @@ def table(name: str, chosen: list[Scored], systems: list[str], notes: common.Mod
         rows = []
         for system in systems:
             mine = [m for _, _, s, m in chosen if s == system]
-            label = notes.label(system) if system in common.MEMPROC_MODES else system
+            label = notes.label(system) if common.is_memproc(system) else system
             rows.append((label, [common.mean(m[c] for m in mine) for c in COLUMNS]))
         common.print_table(f"{name} (n={n})", COLUMNS, rows)
 

@@ -126,7 +126,7 @@ class Runner:
     def __init__(self, args: argparse.Namespace, embedder: common.CachingEmbedder) -> None:
         self.args = args
         self.embedder = embedder
-        self.modes = common.parse_modes(args.modes)
+        self.modes = common.parse_modes(args.modes, args.variant)
         self.timings = common.Timings()
         self.notes = common.ModeNotes()
         self.empty_skipped = 0
@@ -276,7 +276,7 @@ def report(results: list[tuple[str, str, str, dict[str, float]]], runner: Runner
 
 
 def label_of(system: str, runner: Runner) -> str:
-    return runner.notes.label(system) if system in common.MEMPROC_MODES else system
+    return runner.notes.label(system) if common.is_memproc(system) else system
 
 
 def granularities(choice: str) -> list[str]:

@@ -73,7 +73,7 @@ def run_memproc(
     notes: common.ModeNotes,
 ) -> dict[str, dict[str, list[str]]]:
     """Per mode, per query id: the ranked document ids memproc returned."""
-    modes = common.parse_modes(args.modes)
+    modes = common.parse_modes(args.modes, args.variant)
     runs: dict[str, dict[str, list[str]]] = {}
     with common.temp_db("scifact-") as db_path:
         runtimes = common.ModeRuntimes(db_path, embedder, args, modes)
@@ -177,7 +177,7 @@ def main() -> None:
         f"{common.describe_subset(len(judged), len(queries), args.every, args.limit, args.half)}"
     )
     print(f"embedder: {embedder.name}; remember_batch: {common.has_remember_batch()}\n")
-    labels = {mode: notes.label(mode) for mode in common.MEMPROC_MODES}
+    labels = {mode: notes.label(mode) for mode in common.parse_modes(args.modes, args.variant)}
     report(score(runs, qrels), labels)
     for line in notes.warnings():
         print("WARNING:", line)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from memproc.models.embedder import Embedder
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time, recency
 from memproc.retrieval.chunking import MIN_WINDOW_WORDS, chunk_text
-from memproc.retrieval.fusion import reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.fusion import group_totals, reciprocal_rank_fusion, zscore_fusion
 from memproc.retrieval.pipeline import Candidate, SearchPlan, fuse_and_boost
 from memproc.store import MemoryRecord
 
@@ -94,6 +94,13 @@ def test_zscore_within_one_channel_keeps_its_order(channels: dict[str, list[int]
         scores = {item: float(len(items) - i) for i, item in enumerate(items)}
         fused = zscore_fusion({"only": scores})
         assert sorted(fused, key=lambda i: -fused[i]) == items
+
+
+def test_group_totals_sum_each_groups_scores_for_every_member() -> None:
+    groups = {1: "a", 2: "a", 3: "b", 4: "a"}
+    totals = group_totals(groups, {1: 0.5, 2: 0.25, 3: 1.0})
+    assert totals == {1: 0.75, 2: 0.75, 3: 1.0, 4: 0.75}
+    assert group_totals({}, {1: 1.0}) == {}
 
 
 def test_fusion_of_nothing_is_empty() -> None:

@@ -64,3 +64,17 @@ def test_postgres_ranks_and_scores_as_fts5(
     assert [memory_id for memory_id, _ in ours] == [memory_id for memory_id, _ in fts5]
     for (_, expected), (_, got) in zip(fts5, ours, strict=True):
         assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_document_frequencies_agree(
+    store: Store, pg_store: PgStore, new_memory: Callable[..., NewMemory]
+) -> None:
+    """The idf the lexical feedback channel weighs terms by is the same on both stores."""
+    terms = ["deploy", "containers", "gateway", "creme", "zzyzx", "we"]
+    found = []
+    for each in (store, pg_store):
+        _fill(each, new_memory)
+        with each.reading() as conn:
+            found.append(memory_sql.document_frequencies(conn, terms))
+    assert found[0] == found[1]
+    assert found[0][1]["deploy"] == 3 and found[0][1]["zzyzx"] == 0

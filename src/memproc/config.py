@@ -65,6 +65,36 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
     # Read time expressions in queries ("last weekend") and rank memories from that span up.
     time_awareness: bool = True
+    # Channels that read back what the best lexical hits say (see retrieval/feedback.py), each
+    # off by default: none helped on the blind halves of all three of LoCoMo, LongMemEval-S
+    # and SciFact (benchmarks/RESULTS.md, "Channels (issue 15)"), so the default fusion stays
+    # RRF over lexical, dense and time. Blind halves, default: LME session R_any@1 / R_any@5 /
+    # R_all@5 0.834 / 0.957 / 0.871, LoCoMo plain recall@10 0.755, SciFact nDCG@10 0.732.
+    # RM3: the `lexical_feedback_terms` best terms of the top `lexical_feedback_docs` lexical
+    # hits form a second lexical query, whose bm25 is added to the original's times
+    # `lexical_feedback_weight`. 0 docs: off. Blind, with 5 docs, 10 terms, weight 0.25 and
+    # idf: LME 0.847 / 0.975 / 0.908, LoCoMo 0.733 (worse), SciFact 0.735.
+    lexical_feedback_docs: Annotated[int, msgspec.Meta(ge=0, le=50)] = 0
+    lexical_feedback_terms: Annotated[int, msgspec.Meta(ge=1, le=64)] = 10
+    lexical_feedback_weight: Annotated[float, msgspec.Meta(gt=0, le=10)] = 0.25
+    # Weigh each feedback term by its idf in the store too, so that words every memory shares
+    # (a speaker's name in every turn) are not fed back first. The defaults of these three are
+    # the values chosen on the tune halves: only `lexical_feedback_docs` turns RM3 on.
+    lexical_feedback_idf: bool = True
+    # Rocchio on vectors: the question's vector plus `dense_feedback_weight` times the mean
+    # of the top `dense_feedback_docs` lexical hits' vectors (each hit's chunk nearest the
+    # question), searched as its own fusion channel ("channel") or in place of the question's
+    # own dense query ("query"). 0 docs: off. Blind, with 3 docs, weight 0.25, as the query:
+    # LME 0.853 / 0.969 / 0.908, LoCoMo 0.760, SciFact 0.730 (worse by 0.002).
+    dense_feedback_docs: Annotated[int, msgspec.Meta(ge=0, le=50)] = 0
+    # (The defaults of these two are the values chosen on the tune halves.)
+    dense_feedback_weight: Annotated[float, msgspec.Meta(gt=0, le=10)] = 0.25
+    dense_feedback_as: Literal["channel", "query"] = "query"
+    # Thread aggregation: each candidate's fused score gains this weight times the sum of the
+    # fused scores of the candidates of its thread (itself included), so turns of a
+    # conversation that matches as a whole rise together. 0: off. Blind, with 0.03: LME and
+    # SciFact unchanged (one memory per thread), LoCoMo 0.735 (worse).
+    thread_score_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
     # Conversation-aware indexing: a memory with a thread (`thread`, else `source.session`)
     # is indexed with the text of up to this many servable memories of its thread before it
     # and after it (by occurred_at, then write order). 0 and 0: threads change nothing. A new

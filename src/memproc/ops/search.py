@@ -19,7 +19,7 @@ from memproc.ops.validation import normalize_time
 from memproc.retrieval import pipeline
 from memproc.retrieval.boosts import BoostWeights, parse_time
 from memproc.retrieval.indexing import VectorIndex
-from memproc.retrieval.pipeline import Candidate, SearchPlan
+from memproc.retrieval.pipeline import Candidate, FeedbackPlan, SearchPlan
 from memproc.retrieval.query import lexical_match
 from memproc.retrieval.timeframe import find_timeframe
 from memproc.store import vectors as vector_sql
@@ -160,6 +160,16 @@ def _plan(
         as_of=as_of,
         history=params.include_superseded,
         valid_at=now_rfc3339() if as_of is None else None,
+        feedback=FeedbackPlan(
+            lexical_docs=config.lexical_feedback_docs,
+            lexical_terms=config.lexical_feedback_terms,
+            lexical_weight=config.lexical_feedback_weight,
+            lexical_idf=config.lexical_feedback_idf,
+            dense_docs=config.dense_feedback_docs,
+            dense_weight=config.dense_feedback_weight,
+            dense_as=config.dense_feedback_as,
+            thread_weight=config.thread_score_weight,
+        ),
     )
 
 
@@ -192,6 +202,7 @@ def _explain(
     counts = {
         "lexical": sum(c.lexical_rank is not None for c in everyone),
         "dense": sum(c.dense_rank is not None for c in everyone),
+        "dense_feedback": sum(c.feedback_rank is not None for c in everyone),
         "candidates": len(everyone),
         "reranked": sum(c.rerank_score is not None for c in everyone),
     }
@@ -204,6 +215,13 @@ def _explain(
             embedder=None if index is None else index.embedder.name,
             reranker=None if reranker is None else reranker.name,
             timeframe=_describe_frame(plan),
+            lexical_feedback=gathered.lexical_feedback,
+            feedback_terms=(
+                None
+                if gathered.feedback_terms is None
+                else {term: round(weight, 4) for term, weight in gathered.feedback_terms}
+            ),
+            dense_feedback_from=_ids_of(gathered, gathered.dense_feedback_from),
         ),
         settings={
             "mode": mode,
@@ -223,10 +241,26 @@ def _explain(
             "now": plan.now.isoformat(),
             "as_of": plan.as_of,
             "include_superseded": plan.history,
+            "feedback": {
+                "lexical_docs": plan.feedback.lexical_docs,
+                "lexical_terms": plan.feedback.lexical_terms,
+                "lexical_weight": plan.feedback.lexical_weight,
+                "lexical_idf": plan.feedback.lexical_idf,
+                "dense_docs": plan.feedback.dense_docs,
+                "dense_weight": plan.feedback.dense_weight,
+                "dense_as": plan.feedback.dense_as,
+                "thread_weight": plan.feedback.thread_weight,
+            },
         },
         counts=counts,
         candidates=[_candidate_view(c, threads.get(c.record.seq)) for c in everyone],
     )
+
+
+def _ids_of(gathered: pipeline.Gathered, seqs: list[int] | None) -> list[str] | None:
+    if seqs is None:
+        return None
+    return [gathered.candidates[seq].record.id for seq in seqs]
 
 
 def _describe_frame(plan: SearchPlan) -> str | None:
@@ -254,6 +288,9 @@ def _candidate_view(candidate: Candidate, thread: ThreadMatch | None) -> Candida
         lexical_score=candidate.lexical_score,
         dense_rank=candidate.dense_rank,
         dense_similarity=candidate.dense_similarity,
+        dense_feedback_rank=candidate.feedback_rank,
+        dense_feedback_similarity=candidate.feedback_similarity,
+        thread_score=candidate.thread_score,
         fused_rank=candidate.fused_rank,
         fused_score=candidate.fused_score,
         time_rank=candidate.time_rank,

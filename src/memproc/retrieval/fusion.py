@@ -12,7 +12,7 @@ LongMemEval session R_any@5 0.986 -> 0.971 and SciFact nDCG@10 0.724 -> 0.719 he
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 
 def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[int]], k: int) -> dict[int, float]:
@@ -62,6 +62,17 @@ def _standardise(channel: Mapping[int, float]) -> dict[int, float]:
     if spread == 0.0:
         return dict.fromkeys(channel, 0.0)
     return {item: (value - mean) / spread for item, value in channel.items()}
+
+
+def group_totals(groups: Mapping[int, Hashable], scores: Mapping[int, float]) -> dict[int, float]:
+    """Each item's group total: the sum of the scores of the items in its group (itself
+    included; an item without a score counts 0). Thread aggregation adds a fraction of it to
+    each turn's fused score, so that the turns of a conversation that matches as a whole rise
+    together and a lone turn that matches by chance does not."""
+    totals: dict[Hashable, float] = {}
+    for item, group in groups.items():
+        totals[group] = totals.get(group, 0.0) + scores.get(item, 0.0)
+    return {item: totals[group] for item, group in groups.items()}
 
 
 def logistic(x: float) -> float:

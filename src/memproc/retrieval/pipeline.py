@@ -15,8 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import apsw
 
 from memproc.lifecycle import State
+from memproc.retrieval import feedback
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
-from memproc.retrieval.fusion import logistic, reciprocal_rank_fusion, zscore_fusion
+from memproc.retrieval.fusion import (
+    group_totals,
+    logistic,
+    reciprocal_rank_fusion,
+    zscore_fusion,
+)
 from memproc.retrieval.timeframe import TimeFrame
 from memproc.store import MemoryRecord, validity
 from memproc.store import memories as memory_sql
@@ -35,6 +41,23 @@ Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
 # Dense search runs over chunks; ask for more chunks than memories so that several chunks of
 # one long memory do not crowd out other memories.
 CHUNKS_PER_CANDIDATE = 3
+# With idf-weighted lexical feedback, how many times more terms than it keeps RM1 proposes:
+# idf can only choose among what the hits say often enough.
+IDF_CHOICE = 4
+
+
+@dataclass(frozen=True)
+class FeedbackPlan:
+    """The feedback channels' settings (see Config and `retrieval.feedback`); 0 docs: off."""
+
+    lexical_docs: int = 0
+    lexical_terms: int = 10
+    lexical_weight: float = 0.25
+    lexical_idf: bool = True  # weigh feedback terms by their idf in the store
+    dense_docs: int = 0
+    dense_weight: float = 0.25
+    dense_as: str = "query"  # "query": replaces the dense query; "channel": a channel of its own
+    thread_weight: float = 0.0  # thread aggregation; 0: off
 
 
 @dataclass(frozen=True)
@@ -61,6 +84,7 @@ class SearchPlan:
     as_of: str | None = None
     history: bool = False
     valid_at: str | None = None
+    feedback: FeedbackPlan = FeedbackPlan()
 
 
 @dataclass
@@ -70,6 +94,9 @@ class Candidate:
     lexical_score: float | None = None
     dense_rank: int | None = None
     dense_similarity: float | None = None
+    feedback_rank: int | None = None  # in the dense feedback channel
+    feedback_similarity: float | None = None
+    thread_score: float | None = None  # the thread's summed fused score, when aggregated
     fused_score: float = 0.0
     fused_rank: int | None = None
     time_rank: int | None = None
@@ -90,14 +117,25 @@ class Candidate:
 class Gathered:
     candidates: dict[int, Candidate]
     dense_source: str | None = None  # "memory" (the in-process copy) or "sqlite-vec"
+    # What the feedback channels added, for explain: RM3's terms with their weights and the
+    # second lexical query, and the memories whose vectors moved the dense feedback query.
+    feedback_terms: list[tuple[str, float]] | None = None
+    lexical_feedback: str | None = None
+    dense_feedback_from: list[int] | None = None
 
 
 def gather(conn: apsw.Connection, plan: SearchPlan) -> Gathered:
     gathered = Gathered(candidates={})
     if plan.lexical_match is not None:
-        _gather_lexical(conn, plan, gathered.candidates)
+        _gather_lexical(conn, plan, gathered)
     if plan.query_vector is not None and plan.embedder is not None:
-        gathered.dense_source = _gather_dense(conn, plan, gathered.candidates)
+        moved = _dense_feedback_query(conn, plan, gathered)
+        if moved is None or plan.feedback.dense_as == "channel":
+            gathered.dense_source = _gather_dense(conn, plan, gathered.candidates)
+        if moved is not None:
+            gathered.dense_source = _gather_dense(
+                conn, plan, gathered.candidates, moved, plan.feedback.dense_as == "channel"
+            )
     if plan.as_of is not None:
         held = validity.states_at(conn, list(gathered.candidates), plan.as_of, history=plan.history)
         for seq, state in held.items():
@@ -108,16 +146,31 @@ def gather(conn: apsw.Connection, plan: SearchPlan) -> Gathered:
     return gathered
 
 
-def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> None:
+def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, gathered: Gathered) -> None:
     assert plan.lexical_match is not None
+    records: dict[int, MemoryRecord] = {}
+    ranked = _lexical_rows(conn, plan, plan.lexical_match, records)
+    if plan.feedback.lexical_docs:
+        ranked = _with_lexical_feedback(conn, plan, ranked, records, gathered)
+    out = gathered.candidates
+    for rank, (seq, score) in enumerate(ranked, start=1):
+        candidate = out.setdefault(seq, Candidate(record=records[seq]))
+        candidate.lexical_rank, candidate.lexical_score = rank, score
+
+
+def _lexical_rows(
+    conn: apsw.Connection, plan: SearchPlan, match: str, records: dict[int, MemoryRecord]
+) -> list[tuple[int, float]]:
+    """(seq, score) best first for one MATCH expression, score the negated bm25 (higher is
+    better); the records land in `records`."""
     if plan.as_of is None:
         rows = memory_sql.search_lexical(
-            conn, plan.lexical_match, scopes=plan.scopes, kinds=plan.kinds, limit=plan.pool
+            conn, match, scopes=plan.scopes, kinds=plan.kinds, limit=plan.pool
         )
     else:
         rows = validity.search_lexical_at(
             conn,
-            plan.lexical_match,
+            match,
             scopes=plan.scopes,
             kinds=plan.kinds,
             limit=plan.pool,
@@ -125,13 +178,68 @@ def _gather_lexical(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Cand
             as_of=plan.as_of,
             history=plan.history,
         )
-    for rank, row in enumerate(rows, start=1):
-        candidate = out.setdefault(row.record.seq, Candidate(record=row.record))
-        candidate.lexical_rank, candidate.lexical_score = rank, -float(row.bm25)
+    for row in rows:
+        records[row.record.seq] = row.record
+    return [(row.record.seq, -float(row.bm25)) for row in rows]
 
 
-def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candidate]) -> str:
-    hits, source = _nearest_chunks(conn, plan)
+def _with_lexical_feedback(
+    conn: apsw.Connection,
+    plan: SearchPlan,
+    ranked: list[tuple[int, float]],
+    records: dict[int, MemoryRecord],
+    gathered: Gathered,
+) -> list[tuple[int, float]]:
+    """RM3: the top hits' terms as a second query, its bm25 added at a lower weight."""
+    assert plan.lexical_match is not None
+    settings = plan.feedback
+    hits = [(records[seq].content, score) for seq, score in ranked[: settings.lexical_docs]]
+    if settings.lexical_idf:  # a wider choice, narrowed by idf
+        wide = feedback.relevance_model(
+            hits, plan.lexical_match, settings.lexical_terms * IDF_CHOICE
+        )
+        total, counts = memory_sql.document_frequencies(conn, [term for term, _ in wide])
+        terms = feedback.weigh_by_idf(wide, total, counts, settings.lexical_terms)
+    else:
+        terms = feedback.relevance_model(hits, plan.lexical_match, settings.lexical_terms)
+    match = feedback.feedback_match(terms)
+    if match is None:
+        return ranked
+    gathered.feedback_terms, gathered.lexical_feedback = terms, match
+    extra = _lexical_rows(conn, plan, match, records)
+    return feedback.interpolate(ranked, extra, settings.lexical_weight)[: plan.pool]
+
+
+def _dense_feedback_query(
+    conn: apsw.Connection, plan: SearchPlan, gathered: Gathered
+) -> bytes | None:
+    """Rocchio: the question's vector moved toward the top lexical hits' vectors (each hit's
+    chunk nearest the question); None when off or when no hit has vectors."""
+    settings = plan.feedback
+    if not settings.dense_docs or plan.query_vector is None or plan.embedder is None:
+        return None
+    lexical = [c for c in gathered.candidates.values() if c.lexical_rank is not None]
+    lexical.sort(key=lambda c: c.lexical_rank or 0)
+    top = [c.record.seq for c in lexical[: settings.dense_docs]]
+    stored = vector_sql.vectors_of(conn, plan.embedder, top)
+    moved, used = feedback.moved_query(
+        plan.query_vector, [stored.get(s, []) for s in top], settings.dense_weight
+    )
+    if moved is not None:
+        gathered.dense_feedback_from = [seq for seq, kept in zip(top, used, strict=True) if kept]
+    return moved
+
+
+def _gather_dense(
+    conn: apsw.Connection,
+    plan: SearchPlan,
+    out: dict[int, Candidate],
+    vector: bytes | None = None,
+    as_feedback: bool = False,
+) -> str:
+    """The dense channel for `vector` (the question's own by default); `as_feedback` ranks
+    into the dense feedback channel instead of the dense one."""
+    hits, source = _nearest_chunks(conn, plan, vector or plan.query_vector)
     best: dict[int, float] = {}
     for seq, distance in hits:  # nearest first: the first chunk seen is a memory's best
         best.setdefault(seq, 1.0 - distance)
@@ -153,22 +261,27 @@ def _gather_dense(conn: apsw.Connection, plan: SearchPlan, out: dict[int, Candid
         out[seq] = Candidate(record=records[seq])
     for rank, (seq, similarity) in enumerate(ranked, start=1):
         candidate = out.get(seq) or out.setdefault(seq, Candidate(record=records[seq]))
-        candidate.dense_rank, candidate.dense_similarity = rank, similarity
+        if as_feedback:
+            candidate.feedback_rank, candidate.feedback_similarity = rank, similarity
+        else:
+            candidate.dense_rank, candidate.dense_similarity = rank, similarity
     return source
 
 
-def _nearest_chunks(conn: apsw.Connection, plan: SearchPlan) -> tuple[list[tuple[int, float]], str]:
+def _nearest_chunks(
+    conn: apsw.Connection, plan: SearchPlan, vector: bytes | None
+) -> tuple[list[tuple[int, float]], str]:
     """From the in-memory copy when it is loaded and current, else from sqlite-vec."""
-    assert plan.query_vector is not None and plan.embedder is not None
+    assert vector is not None and plan.embedder is not None
     k = plan.pool * CHUNKS_PER_CANDIDATE
     cache = plan.dense_cache
     if cache is not None and cache.loaded and cache.refresh(conn):
         import numpy as np
 
-        query = np.frombuffer(plan.query_vector, dtype=np.float32)
+        query = np.frombuffer(vector, dtype=np.float32)
         return cache.nearest(query, plan.scopes, plan.kinds, k), "memory"
     hits = vector_sql.nearest(
-        conn, plan.embedder, plan.query_vector, scopes=plan.scopes, kinds=plan.kinds, k=k
+        conn, plan.embedder, vector, scopes=plan.scopes, kinds=plan.kinds, k=k
     )
     return hits, "sqlite-vec"
 
@@ -197,13 +310,15 @@ def fuse_and_boost(candidates: dict[int, Candidate], plan: SearchPlan) -> list[C
 
 
 def _within(candidate: Candidate, depth: int) -> bool:
-    ranks = (candidate.lexical_rank, candidate.dense_rank)
+    ranks = (candidate.lexical_rank, candidate.dense_rank, candidate.feedback_rank)
     return any(rank is not None and rank <= depth for rank in ranks)
 
 
 def _score_part(
     part: list[Candidate], fused: dict[int, float], plan: SearchPlan
 ) -> list[Candidate]:
+    if plan.feedback.thread_weight:
+        fused = _with_thread_scores(part, fused, plan.feedback.thread_weight)
     for candidate in part:
         candidate.fused_score = fused.get(candidate.record.seq, 0.0)
         if plan.weights.active or plan.timeframe is not None:
@@ -216,10 +331,26 @@ def _score_part(
     return sorted(part, key=lambda c: (-c.final_score, -c.record.seq))
 
 
+def _with_thread_scores(
+    part: list[Candidate], fused: dict[int, float], weight: float
+) -> dict[int, float]:
+    """Thread aggregation (see `fusion.group_totals`): each candidate's fused score plus
+    `weight` times its thread's total over `part`; a memory without a thread is its own."""
+    threads = {
+        c.record.seq: (c.record.scope, c.record.thread) if c.record.thread else c.record.seq
+        for c in part
+    }
+    totals = group_totals(threads, fused)
+    for candidate in part:
+        candidate.thread_score = totals[candidate.record.seq]
+    return fused | {seq: fused.get(seq, 0.0) + weight * totals[seq] for seq in threads}
+
+
 def _rank_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) -> dict[int, float]:
     rankings = {
         "lexical": _order_by(servable, "lexical_rank", depth),
         "dense": _order_by(servable, "dense_rank", depth),
+        "dense_feedback": _order_by(servable, "feedback_rank", depth),
     }
     fused = reciprocal_rank_fusion(rankings, plan.rrf_k)
     if plan.timeframe is not None:
@@ -243,6 +374,11 @@ def _zscore_fuse(servable: Sequence[Candidate], plan: SearchPlan, depth: int) ->
             c.record.seq: c.dense_similarity
             for c in servable
             if c.dense_similarity is not None and (c.dense_rank or 0) <= depth
+        },
+        "dense_feedback": {
+            c.record.seq: c.feedback_similarity
+            for c in servable
+            if c.feedback_similarity is not None and (c.feedback_rank or 0) <= depth
         },
     }
     if plan.timeframe is not None:

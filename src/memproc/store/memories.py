@@ -13,6 +13,7 @@ import orjson
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
 from memproc.store import events, revisions, vectors
+from memproc.store.quoting import fts_match_any
 from memproc.store.records import (
     HIDDEN_STATUSES,
     MEMORY_ROW,
@@ -324,6 +325,26 @@ def _servable_in_order(
         {"seqs": orjson.dumps([seq for seq, _ in ranked]).decode(), **filters},
     )
     return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=ranked[row[-1]][1]) for row in rows]
+
+
+@routed
+def document_frequencies(conn: apsw.Connection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """How many memories there are, and how many hold each term in their own text (content,
+    tags, context), as FTS5 reads the term (stemmed): the idf the lexical feedback channel
+    weighs its terms by. Every scope and status counts, as bm25's own statistics do."""
+    total = int(conn.execute("SELECT count(*) FROM memories").get)
+    counts: dict[str, int] = {}
+    for term in terms:
+        match = fts_match_any(term)
+        if match is None:
+            continue
+        counts[term] = int(
+            conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                (f"{_OWN_COLUMNS} : ({match})",),
+            ).get
+        )
+    return total, counts
 
 
 @routed

@@ -362,6 +362,26 @@ def access_counts(conn: apsw.Connection, memory_seqs: Sequence[int]) -> dict[int
 
 
 @routed
+def vectors_of(
+    conn: apsw.Connection, embedder: EmbedderRow, memory_seqs: Sequence[int]
+) -> dict[int, list[bytes]]:
+    """Each memory's stored vectors (all its chunks, in the order they were stored): what the
+    dense feedback channel mixes into its second query. A memory without vectors is absent."""
+    table = quote_identifier(embedder.table)
+    rows = conn.execute(
+        f"SELECT r.memory_seq, v.embedding FROM vector_rows AS r "
+        f"JOIN {table} AS v ON v.rowid = r.rowid "
+        "WHERE r.memory_seq IN (SELECT value FROM json_each(?)) AND r.embedder_id = ? "
+        "ORDER BY r.memory_seq, r.rowid",
+        (orjson.dumps(list(memory_seqs)).decode(), embedder.id),
+    )
+    found: dict[int, list[bytes]] = {}
+    for seq, vector in rows:
+        found.setdefault(int(seq), []).append(bytes(vector))
+    return found
+
+
+@routed
 def chunk_vectors(conn: apsw.Connection, embedder: EmbedderRow, memory_seq: int) -> list[bytes]:
     """One memory's vectors in the order its chunks were stored (for explain)."""
     table = quote_identifier(embedder.table)

@@ -484,6 +484,12 @@ class ChannelQueries(msgspec.Struct, kw_only=True):
     embedder: str | None = None
     reranker: str | None = None
     timeframe: str | None = None
+    # The feedback channels (Config `lexical_feedback_*`, `dense_feedback_*`): RM3's second
+    # lexical query and its terms with their weights, and the memories whose vectors moved
+    # the second dense query. None: that channel was off or found nothing to feed back.
+    lexical_feedback: str | None = None
+    feedback_terms: dict[str, float] | None = None
+    dense_feedback_from: list[str] | None = None
 
 
 Outcome = Literal["returned", "below_confidence", "outside_limit", "filtered"]
@@ -515,6 +521,9 @@ class CandidateExplanation(msgspec.Struct, kw_only=True):
     lexical_score: float | None = None
     dense_rank: int | None = None
     dense_similarity: float | None = None
+    dense_feedback_rank: int | None = None
+    dense_feedback_similarity: float | None = None
+    thread_score: float | None = None  # its thread's summed fused score (thread aggregation)
     fused_rank: int | None = None
     fused_score: float | None = None
     time_rank: int | None = None

@@ -19,6 +19,7 @@ from memproc.store import events, revisions, vectors
 from memproc.store.memories import MatchSource, content_hash
 from memproc.store.postgres import lexical
 from memproc.store.postgres.connection import PgConnection
+from memproc.store.quoting import fts_match_any
 from memproc.store.records import (
     HIDDEN_STATUSES,
     MEMORY_ROW,
@@ -280,3 +281,24 @@ def _matching(conn: PgConnection, query: str | None, seqs: Sequence[int]) -> set
         (list(seqs), query),
     )
     return {int(seq) for (seq,) in rows}
+
+
+def document_frequencies(conn: PgConnection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """As in SQLite: how many memories there are, and how many hold each term in their own
+    text (the weight classes of content, tags and context), the term stemmed as the index
+    stems it."""
+    total = int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    counts: dict[str, int] = {}
+    for term in terms:
+        match = fts_match_any(term)
+        if match is None:
+            continue
+        query = lexical.tsquery_any(list(lexical.query_lexemes(conn, match)), "AB")
+        if query is None:
+            counts[term] = 0
+            continue
+        row = conn.execute(
+            "SELECT count(*) FROM memories WHERE lex @@ %s::tsquery", (query,)
+        ).fetchone()
+        counts[term] = int(row[0])
+    return total, counts

@@ -302,3 +302,20 @@ def chunk_vectors(conn: PgConnection, embedder: EmbedderRow, memory_seq: int) ->
         binary=True,
     )
     return [bytes(vector) for (vector,) in rows]
+
+
+def vectors_of(
+    conn: PgConnection, embedder: EmbedderRow, memory_seqs: Sequence[int]
+) -> dict[int, list[bytes]]:
+    table = quote_identifier(embedder.table)
+    rows = conn.execute(
+        f"SELECT r.memory_seq, v.embedding FROM vector_rows AS r "
+        f"JOIN {table} AS v ON v.rowid = r.rowid "
+        "WHERE r.memory_seq = ANY (%s) AND r.embedder_id = %s ORDER BY r.memory_seq, r.rowid",
+        (list(memory_seqs), embedder.id),
+        binary=True,
+    )
+    found: dict[int, list[bytes]] = {}
+    for seq, vector in rows:
+        found.setdefault(int(seq), []).append(bytes(vector))
+    return found
