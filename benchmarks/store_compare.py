@@ -69,7 +69,8 @@ def fresh_database(url: str, name: str) -> str:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
 
 
 def _runtime(db: str, models_dir: str) -> Runtime:

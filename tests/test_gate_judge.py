@@ -10,7 +10,7 @@ undecided, so each test exercises the settling alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -108,15 +108,24 @@ def db(request: pytest.FixtureRequest, db_path: str) -> str:
 
 
 @pytest.fixture
-def pair(make_runtime: Callable[..., Runtime], db: str) -> Callable[..., tuple[Client, str, str]]:
+def pair(
+    make_runtime: Callable[..., Runtime], db: str
+) -> Iterator[Callable[..., tuple[Client, str, str]]]:
+    clients: list[Client] = []
+
     def make(*, judge: bool = True, **settings: Any) -> tuple[Client, str, str]:
         runtime = make_runtime(db, embedder="none", reranker="none", **settings)
         client = Client(runtime, judge=judge)
+        clients.append(client)
         producer = create(client.ctx, "maintain image libraries", ["compile deps/image.in"])
         dependent = create(client.ctx, "render thumbnails", ["install deps/image.txt"])
         return client, producer, dependent
 
-    return make
+    yield make
+    # As a server does at the end of input: questions still open are settled now, while the
+    # store is open, not by their deadline's timer after the test (and its database) is gone.
+    for client in clients:
+        client.session.client_gone()
 
 
 def current_id(client: Client, pid: str) -> str:

@@ -44,6 +44,7 @@ class Runtime:
         self._store: Storage | None = None
         self._store_error: MemprocError | None = None
         self._store_lock = threading.Lock()
+        self._closed = False  # closed for good: a late caller must not open the store again
         self.models = ModelManager(
             config.models_dir, config.embedder, config.reranker, config.model_threads
         )
@@ -62,7 +63,7 @@ class Runtime:
         from memproc.store import open_store
 
         with self._store_lock:
-            if self._store is not None:
+            if self._store is not None or self._closed:
                 return
             try:
                 self._store = open_store(self.config)
@@ -76,9 +77,10 @@ class Runtime:
             self.open_store()
         if self._store is None:
             error = self._store_error
-            if error is not None:
+            if error is not None and not self._closed:
                 raise error
-            raise StorageUnavailable("storage unavailable", reason="not_open")
+            reason = "closed" if self._closed else "not_open"
+            raise StorageUnavailable("storage unavailable", reason=reason)
         return self._store
 
     def start(self, progress: ProgressSink | None = None) -> None:
@@ -124,6 +126,7 @@ class Runtime:
             log.warning("background work still running at close; leaving the store open")
             return False
         with self._store_lock:
+            self._closed = True
             if self._store is not None:
                 self._store.close()
                 self._store = None
