@@ -12,6 +12,7 @@ import pytest
 import memproc.store
 from memproc.store.routing import POSTGRES_PACKAGE, ROUTED
 
+
 def _load_every_store_module() -> None:
     for info in pkgutil.iter_modules(memproc.store.__path__):
         if not info.ispkg:
