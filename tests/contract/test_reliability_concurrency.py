@@ -1,5 +1,7 @@
-"""Concurrency, CI-sized: four `memproc serve` processes on one database file, writing and
-searching at once; every write present once, no error but a retried storage_busy.
+"""Concurrency, CI-sized: four `memproc serve` processes on one database (an SQLite file, or a
+fresh PostgreSQL database), writing and searching at once; every write present once, no error
+but a retried storage_busy. All four write to one scope at the same moments, so on PostgreSQL
+what keeps them apart is the store's advisory write lock.
 
 The driver is tests/stress/stress_concurrency.py; its long mode runs 4 x 1,000 writes and prints
 the figures benchmarks/RELIABILITY.md reports. The two-process test in
@@ -38,21 +40,24 @@ def record(figures: dict[str, Any], record_property: Callable[[str, object], Non
 
 
 def test_four_processes_on_one_file_lose_and_duplicate_nothing(
-    tmp_path: Path, record_property: Callable[[str, object], None]
+    tmp_path: Path, db_path: Path | str, record_property: Callable[[str, object], None]
 ) -> None:
     sizes = Sizes(processes=4, writes=100, shared=10)
-    figures = stress_concurrency.run(sizes=sizes, seed=4, directory=tmp_path)
+    figures = stress_concurrency.run(sizes=sizes, seed=4, directory=tmp_path, database=db_path)
     record(figures, record_property)
     check_figures(figures, sizes)
 
 
 def test_storage_busy_is_retried_until_every_write_lands(
-    tmp_path: Path, record_property: Callable[[str, object], None]
+    tmp_path: Path, db_path: Path | str, record_property: Callable[[str, object], None]
 ) -> None:
-    """A 1 ms busy timeout makes the processes refuse each other's lock: the writes come back
-    -32000, retryable, and the same request sent again lands once, without duplicates."""
+    """A 1 ms busy timeout makes the processes refuse each other's lock (on PostgreSQL, a 1 ms
+    wait for the advisory write lock): the writes come back -32000, retryable, and the same
+    request sent again lands once, without duplicates."""
     sizes = Sizes(processes=4, writes=50, shared=10)
-    figures = stress_concurrency.run(sizes=sizes, seed=5, busy_timeout_ms=1, directory=tmp_path)
+    figures = stress_concurrency.run(
+        sizes=sizes, seed=5, busy_timeout_ms=1, directory=tmp_path, database=db_path
+    )
     record(figures, record_property)
     check_figures(figures, sizes)
     assert figures["busy_retries"] > 0

@@ -1,5 +1,6 @@
-"""Crash safety, CI-sized: kill -9 a real `memproc serve` mid-write, restart it on the same file,
-and find every acknowledged write whole, nothing half-applied, and the file intact.
+"""Crash safety, CI-sized: kill -9 a real `memproc serve` mid-write, restart it on the same file
+(or the same PostgreSQL database), and find every acknowledged write whole, nothing
+half-applied, and the store intact; on PostgreSQL, also the write lock free after every kill.
 
 The driver and its checks are in tests/stress/ (stress_crash.py, crash_checks.py); its long mode
 runs more trials and prints the figures benchmarks/RELIABILITY.md reports.
@@ -49,17 +50,24 @@ def record(figures: dict[str, Any], record_property: Callable[[str, object], Non
 
 
 def test_kill_9_loses_no_acknowledged_write(
-    tmp_path: Path, record_property: Callable[[str, object], None]
+    tmp_path: Path, db_path: Path | str, record_property: Callable[[str, object], None]
 ) -> None:
     trials = 20
     sizes = Sizes(max_delay_s=0.4, big_burst=100)
-    figures = stress_crash.run(trials=trials, seed=6, sizes=sizes, directory=tmp_path)
+    figures = stress_crash.run(
+        trials=trials, seed=6, sizes=sizes, directory=tmp_path, database=db_path
+    )
     record(figures, record_property)
     check_figures(figures, trials, WRITE_METHODS)
+    if isinstance(db_path, str):  # PostgreSQL: the lock was checked after every kill
+        assert figures["write_lock_checks"] == trials
 
 
 def test_kill_9_with_vectors_leaves_no_drift(
-    tmp_path: Path, minilm_dir: Path, record_property: Callable[[str, object], None]
+    tmp_path: Path,
+    db_path: Path | str,
+    minilm_dir: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """With an embedder, writes store vectors in their transactions and restarts run a
     backfill: a kill must leave no vector without its memory and no half set of chunks, and
@@ -69,7 +77,12 @@ def test_kill_9_with_vectors_leaves_no_drift(
     # Seed 4's first trial waits for the model, then sends three bursts and waits for all their
     # answers before the big burst and the kill: some writes are always stored with vectors.
     figures = stress_crash.run(
-        trials=trials, seed=4, sizes=sizes, models_dir=minilm_dir.parent, directory=tmp_path
+        trials=trials,
+        seed=4,
+        sizes=sizes,
+        models_dir=minilm_dir.parent,
+        directory=tmp_path,
+        database=db_path,
     )
     record(figures, record_property)
     assert figures["embedder"] == minilm_dir.name
