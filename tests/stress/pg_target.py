@@ -29,8 +29,7 @@ from pathlib import Path
 import psycopg
 
 from memproc.errors import StorageBusy
-from memproc.store import is_server_url
-from memproc.store import maintenance
+from memproc.store import is_server_url, maintenance
 from memproc.store import vectors as vector_sql
 from memproc.store.postgres.connection import PgSettings
 from memproc.store.postgres.database import PgStore
@@ -75,10 +74,10 @@ def vectors_pending(url: str) -> int:
         store.close()
 
 
-def write_lock_wait(url: str) -> float | None:
+def write_lock_wait(url: str, timeout_ms: int = LOCK_CHECK_TIMEOUT_MS) -> float | None:
     """Seconds a new write transaction waited for the write lock (it writes nothing), or None
-    when the lock was still held after LOCK_CHECK_TIMEOUT_MS."""
-    store = PgStore(url, PgSettings(lock_timeout_ms=LOCK_CHECK_TIMEOUT_MS))
+    when the lock was still held after `timeout_ms`."""
+    store = PgStore(url, PgSettings(lock_timeout_ms=timeout_ms))
     try:
         started = time.monotonic()
         try:

@@ -292,7 +292,9 @@ def run(
                 client.close()
         stream_errors = _stream_errors(clients)
         report = Report(outcomes, expected, listings, statuses, stream_errors, integrity(db))
-        return _figures(sizes, report, seconds, "postgres" if pg_target.is_postgres(db) else "sqlite")
+        return _figures(
+            sizes, report, seconds, "postgres" if pg_target.is_postgres(db) else "sqlite"
+        )
 
 
 def _start(db: Path | str, directory: Path, env: dict[str, str], number: int) -> Client:

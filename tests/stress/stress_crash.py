@@ -11,8 +11,9 @@ After the kill, with no server running, a copy of the file and its WAL as the ki
 checked (integrity_check, foreign keys, what `memproc index verify` checks); the next server
 recovers the original. On PostgreSQL (`database` a `postgresql://` URL, `--postgres URL` in the
 long mode) it is the database itself that is checked before the next server starts: the write
-lock is free again, `PgStore.integrity_check` and the same index check (crash_checks.py). A last server checks the last trial (with an embedder, it also waits for
-the backfill to bring every vector up to date) and must then exit 0 on EOF.
+lock is free again, `PgStore.integrity_check` and the same index check (crash_checks.py). A
+last server checks the last trial (with an embedder, it also waits for the backfill to bring
+every vector up to date) and must then exit 0 on EOF.
 
 An acknowledgement is a success response received by the driver. A write whose response never
 arrived may or may not have been applied; it must be absent or whole, never partial.
@@ -128,9 +129,7 @@ class Run:
 
     def start_server(self) -> Client:
         self.servers += 1
-        argv = memproc_argv(
-            self.db, "--models-dir", str(self.models_dir), "--max-pending", "1000"
-        )
+        argv = memproc_argv(self.db, "--models-dir", str(self.models_dir), "--max-pending", "1000")
         return Client(
             argv,
             stderr_path=self.directory / f"stderr-{self.servers}.log",
