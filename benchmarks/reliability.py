@@ -7,6 +7,11 @@ broke exits non-zero, and so does this.
 
     .venv/bin/python benchmarks/reliability.py                 # all suites, about 15 minutes
     .venv/bin/python benchmarks/reliability.py --suites crash,faults --out figures.json
+
+With `--postgres URL` (a server on which that URL's user may create databases) the suites that
+run on either store (POSTGRES_SUITES) run a second time on fresh PostgreSQL databases, and the
+two stores' figures are printed side by side; `--postgres private` starts a private server for
+the run (tests/pgkit.py: PostgreSQL 16 + pgvector from `make postgres`, stopped at the end).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +57,53 @@ SUITES: dict[str, list[str]] = {
     "faults": ["stress_faults.py"],
 }
 
+# The suites whose drivers take `--postgres URL` and hold PostgreSQL to the same figures.
+# crash_sync compares SQLite's `synchronous` settings, which PostgreSQL does not have.
+POSTGRES_SUITES = ("crash", "concurrency", "concurrency_busy")
+# The figures printed side by side, per suite kind.
+SIDE_BY_SIDE = {
+    "crash": (
+        "embedder",
+        "kills",
+        "kills_with_writes_in_flight",
+        "acknowledged_writes",
+        "acknowledged_per_s",
+        "records_checked",
+        "writes_lost",
+        "half_applied",
+        "integrity_failures",
+        "index_drift",
+        "replay_mismatches",
+        "errors",
+        "unacknowledged_present",
+        "unacknowledged_absent",
+        "memories_with_vectors",
+        "vectors_pending_at_end",
+        "write_lock_max_wait_ms",
+        "wall_s",
+    ),
+    "concurrency": (
+        "writes_attempted",
+        "writes_acknowledged",
+        "memories_expected",
+        "memories_present",
+        "busy_retries",
+        "other_errors",
+        "duplicates",
+        "lost",
+        "searches",
+        "integrity_failures",
+        "acknowledged_per_s",
+        "wall_s",
+    ),
+}
 
-def run_suite(name: str) -> tuple[int, list[Figures], float]:
+
+def run_suite(name: str, postgres: str | None = None) -> tuple[int, list[Figures], float]:
     """(exit status, every JSON document the driver printed, seconds)."""
-    command = [sys.executable, str(STRESS / SUITES[name][0]), *SUITES[name][1:]]
-    print(f"== {name}: {' '.join(SUITES[name])}", file=sys.stderr, flush=True)
+    arguments = [*SUITES[name][1:], *(["--postgres", postgres] if postgres else [])]
+    command = [sys.executable, str(STRESS / SUITES[name][0]), *arguments]
+    print(f"== {name}: {SUITES[name][0]} {' '.join(arguments)}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
     return done.returncode, json_documents(done.stdout), time.perf_counter() - started
@@ -170,10 +218,43 @@ SUMMARIES: dict[str, Callable[[Figures], str]] = {
 
 
 def report(name: str, status: int, documents: list[Figures], seconds: float) -> None:
-    summarise = SUMMARIES.get(name, summarise_generic)
+    summarise = SUMMARIES.get(name.removesuffix(ON_POSTGRES), summarise_generic)
     print(f"\n## {name} (exit {status}, {seconds:.0f} s)")
     for document in documents:
         print(summarise(document))
+
+
+ON_POSTGRES = "@postgres"
+
+
+def side_by_side(name: str, sqlite: list[Figures], postgres: list[Figures]) -> None:
+    """One table per configuration the driver ran: each figure on SQLite and on PostgreSQL."""
+    names = SIDE_BY_SIDE[name.removesuffix("_busy")]
+    for left, right in zip(sqlite, postgres, strict=False):
+        print(f"\n## {name}: SQLite | PostgreSQL")
+        print("| figure | SQLite | PostgreSQL |\n| --- | --- | --- |")
+        for figure in names:
+            if figure in left or figure in right:
+                print(f"| {figure} | {left.get(figure, '-')} | {right.get(figure, '-')} |")
+
+
+@contextmanager
+def postgres_server(where: str | None) -> Iterator[str | None]:
+    """The server URL the PostgreSQL runs use: the one given, or a private one started here."""
+    if where != "private":
+        yield where
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from pgkit import running_server
+
+    with running_server() as server:
+        yield server.url
+
+
+def print_side_by_side(suites: dict[str, Any]) -> None:
+    for name in POSTGRES_SUITES:
+        if name in suites and name + ON_POSTGRES in suites:
+            side_by_side(name, suites[name]["figures"], suites[name + ON_POSTGRES]["figures"])
 
 
 def main() -> int:
@@ -181,10 +262,18 @@ def main() -> int:
     parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
     parser.add_argument("--out", type=Path, help="write every suite's figures here as JSON")
     parser.add_argument("--summarise", type=Path, help="print the summary of an --out file")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also run the suites that support it on PostgreSQL databases created on this "
+        "server ('private': start one)",
+    )
     args = parser.parse_args()
     if args.summarise:
-        for name, suite in json.loads(args.summarise.read_text()).items():
+        suites = json.loads(args.summarise.read_text())
+        for name, suite in suites.items():
             report(name, suite["exit"], suite["figures"], suite["seconds"])
+        print_side_by_side(suites)
         return 0
     names = [name.strip() for name in args.suites.split(",") if name.strip()]
     unknown = sorted(set(names) - set(SUITES))
@@ -192,12 +281,22 @@ def main() -> int:
         parser.error(f"unknown suites: {', '.join(unknown)}; known: {', '.join(SUITES)}")
     collected: dict[str, Any] = {}
     failed = []
-    for name in names:
-        status, documents, seconds = run_suite(name)
-        collected[name] = {"exit": status, "seconds": round(seconds, 1), "figures": documents}
-        report(name, status, documents, seconds)
-        if status != 0 or not documents:
-            failed.append(name)
+    with postgres_server(args.postgres) as server_url:
+        for name in names:
+            runs = [(name, None)]
+            if server_url and name in POSTGRES_SUITES:
+                runs.append((name + ON_POSTGRES, server_url))
+            for label, postgres in runs:
+                status, documents, seconds = run_suite(name, postgres)
+                collected[label] = {
+                    "exit": status,
+                    "seconds": round(seconds, 1),
+                    "figures": documents,
+                }
+                report(label, status, documents, seconds)
+                if status != 0 or not documents:
+                    failed.append(label)
+    print_side_by_side(collected)
     if args.out:
         args.out.write_text(json.dumps(collected, indent=2) + "\n")
     print(f"\nsuites failed: {', '.join(failed) or 'none'}")

@@ -12,6 +12,13 @@ On the file, with no server running (`check_file`): `PRAGMA integrity_check`,
 its content table; each embedder's vectors against their memories), called in-process to spare
 a Python start-up per trial.
 
+On a PostgreSQL database (`check_database`, through tests/stress/pg_target.py), with no memproc
+process running: a new writer gets the write lock at once (the dead process's transactions,
+and with them their advisory locks, were aborted by the server), `PgStore.integrity_check`, and
+the same `memproc index verify` check. There is no crashed file to copy: the database the next
+server meets is the one checked, as PostgreSQL itself did not crash. `check_after_kill` and
+`check_store` pick the check for the store a run uses.
+
 Findings are counted in a `Tally`, never raised, so that one run reports all of them; each
 finding also leaves a line in `problems` saying what was wrong.
 """
@@ -24,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pg_target
 from client import Client
 from crash_workload import (
     SCOPE,
@@ -62,6 +70,7 @@ class Tally:
     index_drift: int = 0
     errors: int = 0  # error responses, unexpected results, malformed stdout
     problems: list[str] = field(default_factory=list)
+    write_lock_waits_s: list[float] = field(default_factory=list)  # PostgreSQL, after kills
 
     def note(self, counter: str, problem: str) -> None:
         setattr(self, counter, getattr(self, counter) + 1)
@@ -386,6 +395,48 @@ def check_search(client: Client, ledger: Ledger, tally: Tally) -> None:
         hits = [hit["id"] for hit in response.get("result", {}).get("results", [])]
         if state.id not in hits:
             tally.note("half_applied", f"memory {state.id} not found by search: {response}")
+
+
+# -- on the store, with no server running ---------------------------------------------------------
+
+
+def check_after_kill(db: Path | str, scratch: Path, tally: Tally) -> None:
+    """The checks of the store a kill left, before the next server starts."""
+    if pg_target.is_postgres(db):
+        check_database(str(db), tally, after_kill=True)
+    else:
+        check_crashed_file(Path(db), scratch, tally)
+
+
+def check_store(db: Path | str, tally: Tally) -> maintenance.IndexReport:
+    """The store's own checks and memproc's index check; the index report, for its counts."""
+    if pg_target.is_postgres(db):
+        return check_database(str(db), tally)
+    return check_file(Path(db), tally)
+
+
+def store_vectors_pending(db: Path | str) -> int:
+    if pg_target.is_postgres(db):
+        return pg_target.vectors_pending(str(db))
+    return vectors_pending(Path(db))
+
+
+def check_database(url: str, tally: Tally, *, after_kill: bool = False) -> maintenance.IndexReport:
+    """A PostgreSQL database's checks (see the module's docstring); after a kill, first that
+    the write lock is free."""
+    if after_kill:
+        waited = pg_target.write_lock_wait(url)
+        if waited is None:
+            tally.note("integrity_failures", "the write lock was still held after the kill")
+        else:
+            tally.write_lock_waits_s.append(waited)
+    integrity = pg_target.integrity(url)
+    if integrity != ["ok"]:
+        tally.note("integrity_failures", f"integrity_check {integrity}")
+    report = pg_target.index_report(url)
+    for drift in _index_drift(report):
+        tally.note("index_drift", drift)
+    return report
 
 
 # -- on the file ---------------------------------------------------------------------------------

@@ -14,9 +14,19 @@ Checks: for every idempotency key, all answers name one id and exactly one says 
 each process lists exactly the expected memories (each once, with its content); every process
 exits 0 on EOF; `PRAGMA integrity_check` passes on the file.
 
+On PostgreSQL (`database` a `postgresql://` URL, or `--postgres URL` in the long mode) the
+processes share one database instead of one file, and every write of every process takes the
+store's one advisory lock, so the shared scope's writes are serialised by that lock; the
+integrity check is `PgStore.integrity_check` (tests/stress/pg_target.py). SQLite's busy
+timeout has no meaning there: `--busy-timeout-ms` then sets the lock wait (PostgreSQL's
+`lock_timeout`, with no statement timeout, which memproc would otherwise use as the floor), so
+that the writers refuse each other's lock and the -32000 retry path is exercised the same way.
+
 Long mode (the figures for benchmarks/RELIABILITY.md):
     .venv/bin/python tests/stress/stress_concurrency.py --processes 4 --writes 1000
 `--busy-timeout-ms 1` shrinks SQLite's busy wait so that the -32000 retry path is exercised.
+    .venv/bin/python tests/stress/stress_concurrency.py --postgres postgresql://user@host/db
+runs the same on a fresh database that it creates on that server (and drops afterwards).
 """
 
 from __future__ import annotations
@@ -29,12 +39,14 @@ import tempfile
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
 import apsw
+import pg_target
 from client import Client, check_stream, clean_env, memproc_argv
 from paging import every_item
 
@@ -233,7 +245,9 @@ def compare_listing(client: Client, expected: Expected) -> Listing:
     return listing
 
 
-def integrity(db: Path) -> list[str]:
+def integrity(db: Path | str) -> list[str]:
+    if pg_target.is_postgres(db):
+        return pg_target.integrity(str(db))
     conn = apsw.Connection(str(db))
     try:
         return [row[0] for row in conn.execute("PRAGMA integrity_check")]
@@ -250,17 +264,21 @@ def run(
     seed: int = 1,
     busy_timeout_ms: int | None = None,
     directory: Path | None = None,
+    database: Path | str | None = None,
 ) -> dict[str, Any]:
-    """Run the processes to the end and check; the figures (see MUST_BE_ZERO)."""
+    """Run the processes to the end and check; the figures (see MUST_BE_ZERO). `database`:
+    an SQLite path or an empty PostgreSQL database's URL (default: a file in `directory`)."""
     sizes = sizes or Sizes()
     rng = random.Random(seed)
     plans = [plan(number, sizes, rng) for number in range(sizes.processes)]
     with tempfile.TemporaryDirectory(prefix="memproc-concurrency-") as scratch:
         where = directory or Path(scratch)
-        db = where / "shared.db"
+        db = database or where / "shared.db"
         env = clean_env()
         if busy_timeout_ms is not None:
             env["MEMPROC_BUSY_TIMEOUT_MS"] = str(busy_timeout_ms)
+            if pg_target.is_postgres(db):
+                env["MEMPROC_DB_STATEMENT_TIMEOUT_MS"] = "0"  # the lock wait is then the busy one
         clients = [_start(db, where, env, number) for number in range(sizes.processes)]
         try:
             started = time.monotonic()
@@ -274,12 +292,14 @@ def run(
                 client.close()
         stream_errors = _stream_errors(clients)
         report = Report(outcomes, expected, listings, statuses, stream_errors, integrity(db))
-        return _figures(sizes, report, seconds)
+        return _figures(
+            sizes, report, seconds, "postgres" if pg_target.is_postgres(db) else "sqlite"
+        )
 
 
-def _start(db: Path, directory: Path, env: dict[str, str], number: int) -> Client:
+def _start(db: Path | str, directory: Path, env: dict[str, str], number: int) -> Client:
     return Client(
-        memproc_argv(db, "--max-pending", "1000"),
+        memproc_argv(db, "--max-pending", "1000", workdir=directory),
         stderr_path=directory / f"stderr-{number + 1}.log",
         env=env,
         name=f"memproc#{number + 1}",
@@ -310,7 +330,7 @@ class Report:
         return errors + [f"#{i + 1} exited {s}" for i, s in enumerate(self.statuses) if s != 0]
 
 
-def _figures(sizes: Sizes, report: Report, seconds: float) -> dict[str, Any]:
+def _figures(sizes: Sizes, report: Report, seconds: float, store: str) -> dict[str, Any]:
     outcomes, listings = report.outcomes, report.listings
     answers = [(op, result) for outcome in outcomes for op, result in outcome.answers]
     errors = report.errors()
@@ -318,6 +338,7 @@ def _figures(sizes: Sizes, report: Report, seconds: float) -> dict[str, Any]:
     extra = [problem for listing in listings for problem in listing.extra]
     return {
         "suite": "concurrency",
+        "store": store,
         "processes": sizes.processes,
         "writes_per_process": sizes.writes,
         "own_writes": sizes.processes * sizes.writes,
@@ -351,9 +372,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", type=int, default=Sizes.shared)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--busy-timeout-ms", type=int, default=None)
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="run on a fresh database created on this PostgreSQL server (default: SQLite)",
+    )
     args = parser.parse_args(argv)
     sizes = Sizes(processes=args.processes, writes=args.writes, shared=args.shared)
-    figures = run(sizes=sizes, seed=args.seed, busy_timeout_ms=args.busy_timeout_ms)
+    with ExitStack() as stack:
+        database = None
+        if args.postgres:
+            database = stack.enter_context(pg_target.fresh_database(args.postgres))
+        figures = run(
+            sizes=sizes, seed=args.seed, busy_timeout_ms=args.busy_timeout_ms, database=database
+        )
     print(json.dumps(figures, indent=2))
     return 1 if any(figures[name] for name in MUST_BE_ZERO) else 0
 

@@ -9,8 +9,11 @@ wherever the server happens to be; the other half come a few milliseconds after 
 hundred or more writes, so that many writes are queued, running or committing at that moment.
 After the kill, with no server running, a copy of the file and its WAL as the kill left them is
 checked (integrity_check, foreign keys, what `memproc index verify` checks); the next server
-recovers the original. A last server checks the last trial (with an embedder, it also waits for
-the backfill to bring every vector up to date) and must then exit 0 on EOF.
+recovers the original. On PostgreSQL (`database` a `postgresql://` URL, `--postgres URL` in the
+long mode) it is the database itself that is checked before the next server starts: the write
+lock is free again, `PgStore.integrity_check` and the same index check (crash_checks.py). A
+last server checks the last trial (with an embedder, it also waits for the backfill to bring
+every vector up to date) and must then exit 0 on EOF.
 
 An acknowledgement is a success response received by the driver. A write whose response never
 arrived may or may not have been applied; it must be absent or whole, never partial.
@@ -50,18 +53,20 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import _paths  # noqa: F401  (puts tests/contract on sys.path when run as a script)
+import pg_target
 from client import Client, ServerError, check_stream, clean_env, empty_models_dir, memproc_argv
 from crash_checks import (
     Tally,
-    check_crashed_file,
-    check_file,
-    vectors_pending,
+    check_after_kill,
+    check_store,
+    store_vectors_pending,
     verify_after_restart,
 )
 from crash_workload import Ledger, Workload, Write
@@ -105,7 +110,7 @@ class Run:
     """One run: its file and settings, the ledger and tally every trial adds to, and counts."""
 
     directory: Path
-    db: Path
+    db: Path | str  # an SQLite file or a PostgreSQL URL
     models_dir: Path
     synchronous: str
     rng: random.Random
@@ -141,18 +146,21 @@ def run(
     models_dir: Path | None = None,
     sizes: Sizes | None = None,
     directory: Path | None = None,
+    database: Path | str | None = None,
 ) -> dict[str, Any]:
-    """Run `trials` kill -9 trials on one database file; the figures (see MUST_BE_ZERO).
+    """Run `trials` kill -9 trials on one database; the figures (see MUST_BE_ZERO).
 
     `models_dir` None runs without an embedder (no vectors); with MiniLM the writes carry
-    vectors and each restart runs a backfill, which the next kill may interrupt too."""
+    vectors and each restart runs a backfill, which the next kill may interrupt too.
+    `database`: an SQLite path or an empty PostgreSQL database's URL (default: a file in
+    `directory`)."""
     with tempfile.TemporaryDirectory(prefix="memproc-crash-") as scratch:
         where = directory or Path(scratch)
-        db = where / "crash.db"
+        db = database or where / "crash.db"
         state = Run(
             directory=where,
             db=db,
-            models_dir=models_dir or empty_models_dir(db.parent),
+            models_dir=models_dir or empty_models_dir(where),
             synchronous=synchronous,
             rng=random.Random(seed),
             sizes=sizes or Sizes(),
@@ -176,7 +184,7 @@ def _run_trials(state: Run, trials: int) -> None:
         finally:
             server.close()
         _check_responses(state, server)
-        check_crashed_file(state.db, state.directory / "copy", state.tally)
+        check_after_kill(state.db, state.directory / "copy", state.tally)
     _final_check(state, last)
 
 
@@ -204,7 +212,7 @@ def _final_check(state: Run, last: Trial) -> None:
     finally:
         server.close()
     _check_responses(state, server)
-    report = check_file(state.db, state.tally)
+    report = check_store(state.db, state.tally)
     state.memories_with_vectors = sum(
         report.memories_searchable - embedder.missing_or_stale for embedder in report.embedders
     )
@@ -215,7 +223,7 @@ def _wait_for_backfill(state: Run, server: Client) -> None:
     """After all the kills, a server left alone must bring every vector up to date: poll the
     file (beside the running server) until nothing is pending, pacing with a round trip."""
     deadline = time.monotonic() + RESPONSE_TIMEOUT
-    while vectors_pending(state.db):
+    while store_vectors_pending(state.db):
         if time.monotonic() > deadline:
             state.tally.note("errors", "the backfill did not catch up")
             return
@@ -321,6 +329,7 @@ def _figures(state: Run, trials: int, models_dir: Path | None, seconds: float) -
     acknowledged = sum(state.acknowledged.values())
     return {
         "suite": "crash",
+        "store": "postgres" if pg_target.is_postgres(state.db) else "sqlite",
         "synchronous": state.synchronous,
         "embedder": _embedder_name(models_dir),
         "trials": trials,
@@ -345,8 +354,17 @@ def _figures(state: Run, trials: int, models_dir: Path | None, seconds: float) -
         "memories_with_vectors": state.memories_with_vectors,
         "vectors_pending_at_end": state.vectors_pending_at_end,
         "wall_s": round(seconds, 1),
+        **_lock_figures(tally),
         "problems": tally.problems[:50],
     }
+
+
+def _lock_figures(tally: Tally) -> dict[str, Any]:
+    """On PostgreSQL: how long a new writer waited for the write lock after each kill."""
+    waits = tally.write_lock_waits_s
+    if not waits:
+        return {}
+    return {"write_lock_checks": len(waits), "write_lock_max_wait_ms": round(max(waits) * 1000, 1)}
 
 
 def _embedder_name(models_dir: Path | None) -> str | None:
@@ -378,18 +396,29 @@ def main(argv: list[str] | None = None) -> int:
         "default: both)",
     )
     parser.add_argument("--models-dir", type=Path, default=REPO_MODELS)
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="run on fresh databases created on this PostgreSQL server (default: SQLite; "
+        "`--synchronous` then has no effect)",
+    )
     args = parser.parse_args(argv)
     failed = False
     for synchronous in args.synchronous or ["full"]:
         for embedder in args.embedder or ["none", "minilm"]:
             with_model = embedder == "minilm"
-            figures = run(
-                trials=args.trials,
-                seed=args.seed,
-                synchronous=synchronous,
-                models_dir=args.models_dir if with_model else None,
-                sizes=SIZES_WITH_MODEL if with_model else Sizes(),
-            )
+            with ExitStack() as stack:
+                database = None
+                if args.postgres:
+                    database = stack.enter_context(pg_target.fresh_database(args.postgres))
+                figures = run(
+                    trials=args.trials,
+                    seed=args.seed,
+                    synchronous=synchronous,
+                    models_dir=args.models_dir if with_model else None,
+                    sizes=SIZES_WITH_MODEL if with_model else Sizes(),
+                    database=database,
+                )
             print(json.dumps(figures, indent=2), flush=True)
             failed = failed or any(figures[name] for name in MUST_BE_ZERO)
     return 1 if failed else 0
