@@ -100,10 +100,9 @@ class PgStore:
     ) -> Iterator[PgConnection]:
         cancelled = (lambda: token.cancelled) if token is not None else bool
         with storage_errors(cancelled), self._pool.connection() as raw, _cancels(token, raw):
-            raw.execute(begin)
+            # One round trip for both: a statement without parameters may hold several.
+            raw.execute(f"{begin}; SELECT pg_advisory_xact_lock({WRITE_LOCK})" if write else begin)
             try:
-                if write:
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 yield PgConnection(raw, token)
                 if write and token is not None:
                     token.seal()

@@ -15,7 +15,7 @@ import orjson
 
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
-from memproc.store import events, revisions, vectors
+from memproc.store import vectors
 from memproc.store.memories import MatchSource, content_hash
 from memproc.store.postgres import lexical
 from memproc.store.postgres.connection import PgConnection
@@ -81,18 +81,28 @@ def find_live_duplicate(conn: PgConnection, new: NewMemory) -> str | None:
 
 
 def insert(conn: PgConnection, new: NewMemory) -> tuple[str, int]:
+    """The row, its first revision and its first log entry in one statement (one round trip
+    to the server instead of three): the same rows `revisions.add` and `events.record` write."""
     memory_id = uuid7()
     now = now_rfc3339()
     tags = orjson.dumps(new.tags).decode()
+    source = orjson.dumps(new.source).decode()
     text = memory_lexical_text(new.content, tags, new.context, None, None)
     row = conn.execute(
-        "INSERT INTO memories (id, scope, kind, content, content_sha256, tags, metadata, source, "
-        "importance, status, client_token, created_at, updated_at, occurred_at, context, "
-        "valid_from, valid_until, thread, lex, lex_tokens) "
+        "WITH m AS (INSERT INTO memories (id, scope, kind, content, content_sha256, tags, "
+        "metadata, source, importance, status, client_token, created_at, updated_at, "
+        "occurred_at, context, valid_from, valid_until, thread, lex, lex_tokens) "
         "VALUES (%(id)s, %(scope)s, %(kind)s, %(content)s, %(sha)s, %(tags)s, %(metadata)s, "
         "%(source)s, %(importance)s, 'active', %(token)s, %(now)s, %(now)s, %(occurred_at)s, "
         f"%(context)s, %(valid_from)s, %(valid_until)s, %(thread)s, {lexical.LEX_SQL}, "
-        "%(lex_tokens)s) RETURNING seq",
+        "%(lex_tokens)s) RETURNING seq), "
+        "r AS (INSERT INTO memory_revisions (memory_seq, revision, content, content_sha256, "
+        "reason, source, created_at) SELECT seq, 1, %(content)s, %(sha)s, NULL, %(source)s, "
+        "%(now)s FROM m), "
+        "e AS (INSERT INTO memory_events (memory_seq, at, action, from_status, to_status, "
+        "reason, source, related) SELECT seq, %(now)s, 'remember', NULL, 'active', NULL, "
+        "%(source)s, NULL FROM m) "
+        "SELECT seq FROM m",
         {
             "id": memory_id,
             "scope": new.scope,
@@ -101,7 +111,7 @@ def insert(conn: PgConnection, new: NewMemory) -> tuple[str, int]:
             "sha": content_hash(new.content),
             "tags": tags,
             "metadata": orjson.dumps(new.metadata).decode(),
-            "source": orjson.dumps(new.source).decode(),
+            "source": source,
             "importance": new.importance,
             "token": new.client_token,
             "now": now,
@@ -113,11 +123,7 @@ def insert(conn: PgConnection, new: NewMemory) -> tuple[str, int]:
             **lexical.lex_params(text),
         },
     ).fetchone()
-    seq = int(row[0])
-    digest = content_hash(new.content)
-    revisions.add(conn, seq, 1, new.content, digest, reason=None, source=new.source, at=now)
-    events.record(conn, seq, "remember", None, "active", reason=None, source=new.source, at=now)
-    return memory_id, seq
+    return memory_id, int(row[0])
 
 
 def get(conn: PgConnection, scope: str, memory_id: str) -> MemoryRecord | None:
