@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,14 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive pipeline")
     parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL|local",
+        help="also run every memproc mode on a PostgreSQL store, beside SQLite in the same run "
+        "(labelled [postgres]): a server URL where databases named memproc_bench_* may be "
+        "created and dropped, or `local` to start a private server (tests/pgkit.py)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -136,9 +145,13 @@ def base_mode(mode: str) -> str:
     return mode.split("@", 1)[0]
 
 
+# How a memproc system measured on the PostgreSQL store is named beside its SQLite figures.
+POSTGRES_LABEL = " [postgres]"
+
+
 def is_memproc(system: str) -> bool:
-    """Whether a system name is one of memproc's modes (plain or a variant's)."""
-    return base_mode(system) in MEMPROC_MODES
+    """Whether a system name is one of memproc's modes (plain or a variant's, on either store)."""
+    return base_mode(system.removesuffix(POSTGRES_LABEL)) in MEMPROC_MODES
 
 
 def half_of(item_id: str) -> str:
@@ -330,6 +343,56 @@ def open_runtime(db_path: str, embedder: Any, models_dir: str, **settings: Any) 
     return runtime
 
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@contextlib.contextmanager
+def postgres_server(
+    store: str | None, settings: dict[str, str] | None = None
+) -> Iterator[str | None]:
+    """The server `--store` names: None without one; for `local`, a private server started
+    with the test kit for the run (extra postgresql.conf `settings`) and stopped after."""
+    if store is None or store != "local":
+        yield store
+        return
+    sys.path.insert(0, os.path.join(REPO_ROOT, "tests"))
+    from pgkit import running_server
+
+    with running_server(settings) as running:
+        yield running.url
+
+
+def fresh_database(server_url: str, name: str) -> str:
+    """Drop and create database `name` on the server of `server_url`; its URL."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(make_conninfo(server_url, dbname="postgres"), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    parts = urllib.parse.urlsplit(server_url)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment)
+    )
+
+
+@contextlib.contextmanager
+def store_targets(prefix: str, server_url: str | None) -> Iterator[list[tuple[str, str]]]:
+    """Where memproc runs: an SQLite file, and with a server a fresh PostgreSQL database too;
+    each with the suffix its figures are labelled by ("" and POSTGRES_LABEL)."""
+    with temp_db(prefix) as path:
+        targets = [("", path)]
+        if server_url is not None:
+            name = "memproc_bench_" + "".join(c for c in prefix if c.isalnum())
+            targets.append((POSTGRES_LABEL, fresh_database(server_url, name)))
+        yield targets
+
+
+def store_labels(notes: ModeNotes, modes: Sequence[str]) -> dict[str, str]:
+    """Each memproc system's label in the figures, on SQLite and (suffixed) on PostgreSQL."""
+    return {system: notes.label(system) for m in modes for system in (m, m + POSTGRES_LABEL)}
+
+
 @contextlib.contextmanager
 def temp_db(prefix: str) -> Iterator[str]:
     """A database path in a fresh temporary directory, removed afterwards."""
@@ -474,12 +537,14 @@ class ModeNotes:
         if result.degraded:
             self.degraded.setdefault(mode, set()).add(str(result.degraded))
 
-    def label(self, mode: str) -> str:
+    def label(self, system: str) -> str:
+        mode = system.removesuffix(POSTGRES_LABEL)
+        store = system[len(mode) :]
         served = self.served.get(mode, set())
         wanted = search_mode(mode)
         if served and served != {wanted}:
-            return f"memproc-{mode} [served as {'/'.join(sorted(served))}]"
-        return f"memproc-{mode}"
+            return f"memproc-{mode}{store} [served as {'/'.join(sorted(served))}]"
+        return f"memproc-{mode}{store}"
 
     def warnings(self) -> list[str]:
         lines = []

@@ -25,6 +25,7 @@ and for each half, beside the naive baseline in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import re
@@ -165,30 +166,32 @@ def run_memproc(
         for i in range(len(conv.texts))
     ]
     runs: dict[str, list[list[str]]] = {}
-    with common.temp_db("locomo-") as db_path:
-        runtimes = common.ModeRuntimes(db_path, embedder, args, modes)
-        try:
-            with timings.measure("memproc ingest (per conversation)"):
-                memory_ids = common.remember_all(runtimes.writer(), SCOPE, items)
-            by_memory = common.index_memories(memory_ids)
-            common.warm_queries(embedder, [query.question for query in queries])
-            for mode in modes:
-                runs[mode] = []
-                for query in queries:
-                    with timings.measure(f"memproc {mode} search"):
-                        result = common.memproc_search(
-                            runtimes[mode],
-                            scope=SCOPE,
-                            query=query.question,
-                            limit=SEARCH_LIMIT,
-                            mode=common.search_mode(mode),
-                            now=conv.last_date,
-                        )
-                    notes.record(mode, result)
-                    ranking = common.expand_hits([h.id for h in result.results], by_memory)
-                    runs[mode].append([conv.dia_ids[i] for i in ranking])
-        finally:
-            runtimes.close()
+    with common.store_targets("locomo-", args.server_url) as targets:
+        for store_label, db in targets:
+            runtimes = common.ModeRuntimes(db, embedder, args, modes)
+            try:
+                with timings.measure(f"memproc ingest{store_label} (per conversation)"):
+                    memory_ids = common.remember_all(runtimes.writer(), SCOPE, items)
+                by_memory = common.index_memories(memory_ids)
+                common.warm_queries(embedder, [query.question for query in queries])
+                for mode in modes:
+                    system = mode + store_label
+                    runs[system] = []
+                    for query in queries:
+                        with timings.measure(f"memproc {system} search"):
+                            result = common.memproc_search(
+                                runtimes[mode],
+                                scope=SCOPE,
+                                query=query.question,
+                                limit=SEARCH_LIMIT,
+                                mode=common.search_mode(mode),
+                                now=conv.last_date,
+                            )
+                        notes.record(mode, result)
+                        ranking = common.expand_hits([h.id for h in result.results], by_memory)
+                        runs[system].append([conv.dia_ids[i] for i in ranking])
+            finally:
+                runtimes.close()
     return runs
 
 
@@ -328,7 +331,9 @@ def main() -> None:
     timings, notes = common.Timings(), common.ModeNotes()
     results: list[Scored] = []
     out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
+    servers = contextlib.ExitStack()
     try:
+        args.server_url = servers.enter_context(common.postgres_server(args.store))
         for sample_id, conv in conversations.items():
             mine = [q for q in queries if q.sample_id == sample_id]
             runs = run_memproc(args, embedder, conv, mine, timings, notes)
@@ -355,6 +360,7 @@ def main() -> None:
                 f"{time.perf_counter() - started:.0f} s; " + embedder.stats.line()
             )
     finally:
+        servers.close()
         if out is not None:
             out.close()
 

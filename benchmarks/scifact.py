@@ -75,27 +75,29 @@ def run_memproc(
     """Per mode, per query id: the ranked document ids memproc returned."""
     modes = common.parse_modes(args.modes, args.variant)
     runs: dict[str, dict[str, list[str]]] = {}
-    with common.temp_db("scifact-") as db_path:
-        runtimes = common.ModeRuntimes(db_path, embedder, args, modes)
-        try:
-            by_memory = common.index_memories(ingest(runtimes, texts, timings))
-            common.warm_queries(embedder, [text for _, text in queries])
-            for mode in modes:
-                runs[mode] = {}
-                for query_id, text in queries:
-                    with timings.measure(f"memproc {mode} search"):
-                        result = common.memproc_search(
-                            runtimes[mode],
-                            scope=SCOPE,
-                            query=text,
-                            limit=SEARCH_LIMIT,
-                            mode=common.search_mode(mode),
-                        )
-                    notes.record(mode, result)
-                    ranking = common.expand_hits([h.id for h in result.results], by_memory)
-                    runs[mode][query_id] = [doc_ids[i] for i in ranking]
-        finally:
-            runtimes.close()
+    with common.store_targets("scifact-", args.server_url) as targets:
+        for store_label, db in targets:
+            runtimes = common.ModeRuntimes(db, embedder, args, modes)
+            try:
+                by_memory = common.index_memories(ingest(runtimes, texts, timings))
+                common.warm_queries(embedder, [text for _, text in queries])
+                for mode in modes:
+                    system = mode + store_label
+                    runs[system] = {}
+                    for query_id, text in queries:
+                        with timings.measure(f"memproc {system} search"):
+                            result = common.memproc_search(
+                                runtimes[mode],
+                                scope=SCOPE,
+                                query=text,
+                                limit=SEARCH_LIMIT,
+                                mode=common.search_mode(mode),
+                            )
+                        notes.record(mode, result)
+                        ranking = common.expand_hits([h.id for h in result.results], by_memory)
+                        runs[system][query_id] = [doc_ids[i] for i in ranking]
+            finally:
+                runtimes.close()
     return runs
 
 
@@ -168,7 +170,8 @@ def main() -> None:
     embedder = common.load_embedder(args)
     timings, notes = common.Timings(), common.ModeNotes()
 
-    runs = run_memproc(args, embedder, doc_ids, texts, queries, timings, notes)
+    with common.postgres_server(args.store) as args.server_url:
+        runs = run_memproc(args, embedder, doc_ids, texts, queries, timings, notes)
     if not args.no_baseline:
         runs |= run_baseline(embedder, doc_ids, texts, queries, timings)
 
@@ -177,7 +180,7 @@ def main() -> None:
         f"{common.describe_subset(len(judged), len(queries), args.every, args.limit, args.half)}"
     )
     print(f"embedder: {embedder.name}; remember_batch: {common.has_remember_batch()}\n")
-    labels = {mode: notes.label(mode) for mode in common.parse_modes(args.modes, args.variant)}
+    labels = common.store_labels(notes, common.parse_modes(args.modes, args.variant))
     report(score(runs, qrels), labels)
     for line in notes.warnings():
         print("WARNING:", line)

@@ -25,16 +25,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import orjson
 import psycopg
-from psycopg.conninfo import make_conninfo
 
+import common
 from memproc.config import Config
 from memproc.models.embedder import Embedder
 from memproc.ops import search as search_ops
@@ -50,27 +48,8 @@ DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 WRITERS = 8
 
 
-@contextmanager
-def server(store: str) -> Iterator[str]:
-    """A server URL where databases may be created: a private durable one for `local`."""
-    if store != "local":
-        yield store
-        return
-    sys.path.insert(0, str(REPO / "tests"))
-    from pgkit import running_server  # the test kit: it fetches and runs the pinned server
-
-    with running_server(DURABLE) as running:
-        yield running.url
-
-
 def fresh_database(url: str, name: str) -> str:
-    """Drop and create database `name` on the server of `url`; its URL."""
-    admin = make_conninfo(url, dbname="postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name}")
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+    return common.fresh_database(url, name)
 
 
 def _runtime(db: str, models_dir: str) -> Runtime:
@@ -233,7 +212,9 @@ def run(
     """Everything above, printed side by side."""
     sizes = [int(s) for s in args.sizes.split(",")]
     models_dir: str = args.models_dir
-    with server(args.store) as url:
+    with common.postgres_server(args.store, DURABLE) as server_url:
+        assert server_url is not None
+        url = server_url
         print(f"postgresql store: {redact(url)}", file=sys.stderr)
         for size in sizes:
             sqlite_db = os.path.join(tmp, f"compare-{size}.db")
