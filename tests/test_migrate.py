@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datakit import call, fill, fill_with, memproc
-from searchkit import OpenRuntime, ids, search, settle
 
+from datakit import call, fill, fill_with, memproc
 from memproc.config import Config
 from memproc.migrate_cli import Tally, tally
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
-from memproc.store import Store, open_store
-from memproc.store import vector_transfer
+from memproc.store import Store, open_store, vector_transfer
 from memproc.store import vectors as vector_sql
+from searchkit import OpenRuntime, ids, search, settle
 
 QUERIES = ("which database version", "how do releases get pushed", "kitten napping on a couch")
 

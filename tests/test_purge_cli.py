@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import psycopg
-from datakit import call, memproc
 
+from datakit import call, memproc
 from memproc.config import Config
 from memproc.ops.context import OpContext
 from memproc.runtime import Runtime
@@ -33,8 +33,8 @@ def _remember_secret(db: str) -> str:
             call(ctx, "memory.remember", {"scope": "s", "kind": "note", "content": f"filler {n}"})
         made = call(ctx, "memory.remember",
                     {"scope": "s", "kind": "note", "content": f"the key is {SECRET}"})  # fmt: skip
-        call(ctx, "memory.edit", {"scope": "s", "id": made["id"],
-                                  "content": f"the key is {SECRET} again", "reason": "r"})  # fmt: skip
+        edit = {"content": f"the key is {SECRET} again", "reason": "r"}
+        call(ctx, "memory.edit", {"scope": "s", "id": made["id"], **edit})
         return str(made["id"])
     finally:
         runtime.close()

@@ -71,9 +71,7 @@ def embedder_records(conn: apsw.Connection) -> list[tuple[EmbedderRow, EmbedderR
 def restore_embedder(conn: apsw.Connection, record: EmbedderRecord) -> EmbedderRow:
     """The destination's row for the embedder (registered now if new), keeping its date."""
     row = vectors.register_embedder(conn, record.name, record.fingerprint, record.dims)
-    conn.execute(
-        "UPDATE embedders SET created_at = ? WHERE id = ?", (record.created_at, row.id)
-    )
+    conn.execute("UPDATE embedders SET created_at = ? WHERE id = ?", (record.created_at, row.id))
     return row
 
 
@@ -111,7 +109,9 @@ def group_chunks(rows: Iterator[tuple[str, str, bytes | None]]) -> Iterator[Memo
 @routed
 def memory_slot(conn: apsw.Connection, memory_id: str) -> tuple[int, str, str] | None:
     """The destination's (seq, scope, kind) of the memory with this id."""
-    row = conn.execute("SELECT seq, scope, kind FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    row = conn.execute(
+        "SELECT seq, scope, kind FROM memories WHERE id = ?", (memory_id,)
+    ).fetchone()
     return None if row is None else (int(row[0]), str(row[1]), str(row[2]))
 
 

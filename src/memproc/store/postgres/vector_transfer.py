@@ -38,9 +38,7 @@ def embedder_records(conn: PgConnection) -> list[tuple[EmbedderRow, EmbedderReco
 
 def restore_embedder(conn: PgConnection, record: EmbedderRecord) -> EmbedderRow:
     row = vectors.register_embedder(conn, record.name, record.fingerprint, record.dims)
-    conn.execute(
-        "UPDATE embedders SET created_at = %s WHERE id = %s", (record.created_at, row.id)
-    )
+    conn.execute("UPDATE embedders SET created_at = %s WHERE id = %s", (record.created_at, row.id))
     return row
 
 
