@@ -50,12 +50,16 @@ def fill(db: Path, scope: str = "proj") -> None:
     procedures with versions, an episode, a review and aliases; citations between them."""
     runtime = Runtime(Config(db=str(db), embedder="none", reranker="none", synchronous="normal"))
     try:
-        ctx = OpContext(runtime=runtime)
-        _memories(ctx, scope)
-        _evidence_and_checkpoints(ctx, scope)
-        _procedures(ctx, scope)
+        fill_with(OpContext(runtime=runtime), scope)
     finally:
         runtime.close()
+
+
+def fill_with(ctx: OpContext, scope: str) -> None:
+    """`fill` through a context the caller opened (over any store, with any embedder)."""
+    _memories(ctx, scope)
+    _evidence_and_checkpoints(ctx, scope)
+    _procedures(ctx, scope)
 
 
 def _memories(ctx: OpContext, scope: str) -> None:

@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         "rebuild", parents=[index_options], help="rebuild FTS, drop drifted vectors, re-embed"
     )
     _add_data_parsers(commands)
+    _add_migrate_parsers(commands)
     _add_query_parsers(commands)
     _add_ui_parser(commands)
     return parser
@@ -115,6 +116,38 @@ def _add_data_parsers(commands: Any) -> None:
     doctor.add_argument("--models-dir", help=MODELS_DIR_HELP)
     doctor.add_argument("--config", help="TOML settings file")
     doctor.add_argument("--json", action="store_true", help="a JSON report on stdout")
+
+
+def _add_migrate_parsers(commands: Any) -> None:
+    """`migrate` (migrate_cli.py), `purge` and `vacuum` (purge_cli.py)."""
+    migrate = commands.add_parser(
+        "migrate", help="move a whole store, vectors included, into an empty one (verified)"
+    )
+    migrate.add_argument(
+        "--from", dest="source", required=True, help="sqlite:PATH or postgresql://... URL"
+    )
+    migrate.add_argument(
+        "--to", dest="dest", required=True, help="sqlite:PATH or postgresql://... URL (empty)"
+    )
+    migrate.add_argument("--config", help="TOML settings file (thread windows, timeouts)")
+    migrate.add_argument("--json", action="store_true", help="the summary as one JSON object")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--db", help="SQLite database file or postgresql:// URL")
+    store.add_argument("--config", help="TOML settings file")
+    purge = commands.add_parser(
+        "purge", parents=[store], help="erase a memory's content for good (memory.purge)"
+    )
+    purge.add_argument("--scope", required=True, help="the memory's scope")
+    purge.add_argument("--id", required=True, help="the memory's id")
+    purge.add_argument("--reason", required=True, help="kept in the log: do not quote the secret")
+    purge.add_argument(
+        "--vacuum", action="store_true", help="then reclaim old row versions (see `vacuum`)"
+    )
+    commands.add_parser(
+        "vacuum",
+        parents=[store],
+        help="after purges: rewrite the tables a purge touches (PostgreSQL VACUUM FULL)",
+    )
 
 
 MODELS_DIR_HELP = "model cache directory (default: $MEMPROC_MODELS or ~/.cache/memproc/models)"
@@ -202,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _data(args)
     if args.command in ("search", "list"):
         return _query(args)
+    if args.command in ("migrate", "purge", "vacuum"):
+        return _migrate_or_purge(args)
     if args.command == "config":
         from memproc import config_cli
 
@@ -284,6 +319,18 @@ def _query(args: argparse.Namespace) -> int:
 
     config = _config(args, {"db": args.db, "models_dir": getattr(args, "models_dir", None)})
     return 2 if config is None else query_cli.run(args.command, config, args)
+
+
+def _migrate_or_purge(args: argparse.Namespace) -> int:
+    if args.command == "migrate":
+        from memproc import migrate_cli
+
+        config = _config(args, {})
+        return 2 if config is None else migrate_cli.run(config, args)
+    from memproc import purge_cli
+
+    config = _config(args, {"db": args.db})
+    return 2 if config is None else purge_cli.run(args.command, config, args)
 
 
 def _ui(args: argparse.Namespace) -> int:

@@ -148,6 +148,17 @@ class Store:
                 return False
             return True
 
+    def reclaim(self) -> list[str]:
+        """After a purge, make sure no old copy of purged content is left in the files: on
+        SQLite every connection sets `secure_delete` (freed cells are zeroed in the same
+        transaction), so what is left is the WAL, which this checkpoints and truncates.
+        Returns what was reclaimed beyond that: nothing (PostgreSQL lists its tables)."""
+        if not self.checkpoint():
+            from memproc.errors import StorageBusy
+
+            raise StorageBusy("a reader kept the WAL checkpoint from completing; retry")
+        return []
+
     # -- tests and maintenance -----------------------------------------------------------
 
     def add_tracer(self, tracer: ExecTracer) -> None:

@@ -25,7 +25,19 @@ from memproc.cancel import CancelToken
 from memproc.store.postgres.connection import PgConnection, PgSettings, register_vector_type
 from memproc.store.postgres.errors import server_unavailable, storage_errors
 from memproc.store.postgres.migrations import migrate
+from memproc.store.quoting import quote_identifier
 
+# The tables whose rows a purge updates or deletes (and so leaves old versions of) besides the
+# embedders' vector tables: what `reclaim` rewrites.
+PURGED_TABLES = (
+    "memories",
+    "memory_revisions",
+    "memory_events",
+    "citations",
+    "lexical_terms",
+    "vector_rows",
+    "memory_embeddings",
+)
 # The transaction-level advisory lock every write holds (any 64-bit key unique to memproc).
 WRITE_LOCK = 0x6D656D70726F6302
 _IDLE = psycopg.pq.TransactionStatus.IDLE
@@ -131,6 +143,26 @@ class PgStore:
 
         with self.reading() as conn:
             return lexical_problems(conn) or ["ok"]
+
+    def reclaim(self) -> list[str]:
+        """Rewrite the tables a purge touches (VACUUM FULL), so that the old row versions
+        holding purged content leave the table and index files; the tables rewritten.
+
+        Why FULL: a plain VACUUM marks dead row versions' space free for reuse but leaves
+        their bytes in the page until something overwrites them (the tests read the files and
+        find them). VACUUM FULL writes each table and its indexes anew and drops the old files;
+        it holds an exclusive lock on each table while it copies it, so readers and writers of
+        that table wait (up to the lock timeout) meanwhile. VACUUM cannot run inside a
+        transaction: it runs on a connection of its own, without the statement timeout."""
+        from memproc.store import vectors
+
+        with storage_errors(), psycopg.connect(self._conninfo, autocommit=True) as raw:
+            register_vector_type(raw)
+            raw.execute("SET statement_timeout = 0")
+            tables = [*PURGED_TABLES, *(e.table for e in vectors.all_embedders(PgConnection(raw)))]
+            for table in tables:
+                raw.execute(f"VACUUM (FULL, ANALYZE) {quote_identifier(table)}")
+        return tables
 
     def close(self) -> None:
         with self._lock:

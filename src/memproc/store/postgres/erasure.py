@@ -2,8 +2,9 @@
 left in the lexical counts (the triggers delete a lexeme whose count falls to zero).
 
 What PostgreSQL itself keeps: an UPDATE or DELETE leaves the old row version in the table's
-pages until VACUUM reclaims it (and in the server's WAL until it is recycled). `memproc purge
---vacuum` runs VACUUM on the tables a purge touched; see the README on purging.
+pages until VACUUM reclaims it, its bytes until the space is reused (and in the server's WAL
+until it is recycled). `memproc purge --vacuum` or `memproc vacuum` runs VACUUM FULL on the
+tables a purge touches (`PgStore.reclaim`); see the README on purging.
 """
 
 from __future__ import annotations
