@@ -2,8 +2,10 @@
 
 PostgreSQL's own ranking (ts_rank) is not BM25: it has no inverse document frequency and no
 length saturation, and it ranks far worse on the benchmarks here. So each row keeps a tsvector
-(`lex`) and its token count (`lex_tokens`), triggers keep each lexeme's document count and the
-corpus totals (migrations.py), and a search computes Okapi BM25 exactly as FTS5 does:
+(`lex`) and its token count (`lex_tokens`), and triggers keep posting lists (each lexeme's rows,
+its frequency in each and the row's length), each lexeme's document count and the corpus
+totals (migrations.py); a search reads its lexemes' posting lists and computes Okapi BM25
+exactly as FTS5 does:
 idf = ln((N - n + 0.5) / (n + 0.5)) (at least 1e-6), k1 = 1.2, b = 0.75, a term's frequency
 counted per column weight, the row length counted over all columns, scores negative (lower is
 better) as FTS5's bm25() returns them, so the layers above read both stores alike.
@@ -121,30 +123,27 @@ def query_lexemes(conn: object, match: str) -> Counter[str]:
     return Counter(lexeme for _, lexeme in rows)
 
 
-def bm25_sql(corpus: str, table: str, alias: str) -> str:
-    """A LATERAL subquery giving `score` (FTS5 bm25, negative) for the row `alias` of `table`,
-    with the query's lexemes bound as %(q_lexemes)s (text[]) and their multiplicities as
-    %(q_times)s (int[]), and the corpus statistics joined in as `stats` (see stats_sql)."""
-    weight_case = " ".join(f"WHEN '{label}' THEN {value}" for label, value in CLASS_WEIGHTS.items())
+def ranked_sql(corpus: str) -> str:
+    """CTE `ranked`: (seq, score) of every row of the corpus holding a query lexeme, score
+    FTS5's bm25 (negative), summed over the query's lexemes from their posting lists; needs
+    the CTEs of query_terms_sql before it."""
     return (
-        "LATERAL (SELECT -sum(q.times * q.idf * (f.freq * "
-        f"{BM25_K1 + 1}) / (f.freq + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * "
-        f"{alias}.lex_tokens / stats.avgdl))) AS score "
-        f"FROM (SELECT u.lexeme, (SELECT sum(CASE w {weight_case} ELSE 0 END) "
-        "FROM unnest(u.weights) AS w) AS freq "
-        f"FROM unnest({alias}.lex) AS u WHERE u.lexeme = ANY (%(q_lexemes)s)) AS f "
-        "JOIN query_terms AS q ON q.lexeme = f.lexeme) AS bm25"
+        f"ranked AS (SELECT p.seq, -sum(q.times * q.idf * (p.freq * {BM25_K1 + 1}) / "
+        f"(p.freq + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * p.dl / stats.avgdl))) AS score "
+        "FROM query_terms AS q JOIN lexical_postings AS p "
+        f"ON p.corpus = '{corpus}' AND p.lexeme = q.lexeme CROSS JOIN stats GROUP BY p.seq)"
     )
 
 
 def query_terms_sql(corpus: str) -> str:
     """CTEs `stats` (the corpus's N and average row length) and `query_terms` (each query
-    lexeme with its multiplicity and idf), for bm25_sql."""
+    lexeme with its multiplicity and idf), for ranked_sql; materialized, so that they are
+    computed once per query."""
     return (
-        "stats AS (SELECT greatest(docs, 1)::float8 AS docs, "
+        "stats AS MATERIALIZED (SELECT greatest(docs, 1)::float8 AS docs, "
         "greatest(tokens::float8 / greatest(docs, 1), 1e-9) AS avgdl "
         f"FROM lexical_totals WHERE corpus = '{corpus}'), "
-        "query_terms AS (SELECT q.lexeme, q.times, greatest(ln((stats.docs - "
+        "query_terms AS MATERIALIZED (SELECT q.lexeme, q.times, greatest(ln((stats.docs - "
         "coalesce(t.docs, 0) + 0.5) / (coalesce(t.docs, 0) + 0.5)), 1e-6) AS idf "
         "FROM unnest(%(q_lexemes)s::text[], %(q_times)s::int[]) AS q (lexeme, times) "
         f"CROSS JOIN stats LEFT JOIN lexical_terms AS t ON t.corpus = '{corpus}' "

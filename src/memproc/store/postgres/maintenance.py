@@ -3,10 +3,11 @@ lexical vectors and their dense vectors, with the same IndexReport.
 
 What stands for FTS5 here, and so what "the FTS index is sound" means: each row's `lex` and
 `lex_tokens` must be what its text gives (memories.memory_lexical_text), and the per-corpus
-counts BM25 reads (`lexical_totals`, `lexical_terms`) must agree with the rows. verify checks
-all three, as FTS5's `integrity-check` (rank 1) compares its index with the content table;
-rebuild_fts recomputes every row's vector and then the counts from scratch (the triggers only
-adjust counts, so counts that drifted would stay wrong). Both corpora are covered: the counts of one
+counts and posting lists BM25 reads (`lexical_totals`, `lexical_terms`, `lexical_postings`)
+must agree with the rows. verify checks all of it, as FTS5's `integrity-check` (rank 1)
+compares its index with the content table; rebuild_fts recomputes every row's vector and then
+the counts and postings from scratch (the triggers only adjust them, so what drifted would
+stay wrong). Both corpora are covered: the counts of one
 table serve both, and a procedure's vector is kept the same way.
 
 Vectors: the embedder's table of pgvector rows and `vector_rows` must list each other, as the
@@ -96,6 +97,9 @@ def lexical_problems(conn: PgConnection) -> list[str]:
         terms = _terms_drift(conn, corpus)
         if terms:
             problems.append(f"{terms} term counts of {corpus.name} disagree with its rows")
+        postings = _postings_drift(conn, corpus)
+        if postings:
+            problems.append(f"{postings} postings of {corpus.name} disagree with its rows")
     return problems
 
 
@@ -150,6 +154,25 @@ def _terms_drift(conn: PgConnection, corpus: _Corpus) -> int:
     return int(row[0])
 
 
+def _actual_postings(corpus: _Corpus) -> str:
+    """Each row's postings, as its lexical vector gives them."""
+    return (
+        f"SELECT u.lexeme, t.seq, memproc_lex_freq(u.weights) AS freq, t.lex_tokens AS dl "
+        f"FROM {corpus.table} AS t, unnest(t.lex) AS u"
+    )
+
+
+def _postings_drift(conn: PgConnection, corpus: _Corpus) -> int:
+    row = conn.execute(
+        f"SELECT count(*) FROM ({_actual_postings(corpus)}) AS actual "
+        "FULL JOIN (SELECT lexeme, seq, freq, dl FROM lexical_postings WHERE corpus = %s) AS kept "
+        "ON kept.lexeme = actual.lexeme AND kept.seq = actual.seq "
+        "WHERE (actual.freq, actual.dl) IS DISTINCT FROM (kept.freq, kept.dl)",
+        (corpus.name,),
+    ).fetchone()
+    return int(row[0])
+
+
 def rebuild_fts(conn: PgConnection) -> None:
     for corpus in _CORPORA:
         update = (
@@ -162,6 +185,13 @@ def rebuild_fts(conn: PgConnection) -> None:
 
 
 def _recount(conn: PgConnection, corpus: _Corpus) -> None:
+    conn.execute("DELETE FROM lexical_postings WHERE corpus = %s", (corpus.name,))
+    conn.execute(
+        "INSERT INTO lexical_postings (corpus, lexeme, seq, freq, dl) "
+        f"SELECT %s, actual.lexeme, actual.seq, actual.freq, actual.dl "
+        f"FROM ({_actual_postings(corpus)}) AS actual",
+        (corpus.name,),
+    )
     conn.execute("DELETE FROM lexical_terms WHERE corpus = %s", (corpus.name,))
     conn.execute(
         f"INSERT INTO lexical_terms (corpus, lexeme, docs) "

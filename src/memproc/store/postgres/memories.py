@@ -237,14 +237,16 @@ def lexical_rows(
     lexemes = lexical.query_lexemes(conn, match)
     if not lexemes:
         return []
+    # Rank every row holding a query lexeme, filter them by the filter index, keep the best
+    # `limit`, and only then read those rows whole.
     rows = conn.execute(
-        f"WITH {lexical.query_terms_sql('memories')} "
-        f"SELECT {_M_COLUMNS}, bm25.score FROM memories AS m CROSS JOIN stats "
-        f"CROSS JOIN {lexical.bm25_sql('memories', 'memories', 'm')} "
-        "WHERE m.lex @@ %(q_tsquery)s::tsquery AND m.scope = ANY (%(scopes)s) "
-        "AND m.status = ANY (%(statuses)s) "
+        f"WITH {lexical.query_terms_sql('memories')}, {lexical.ranked_sql('memories')}, "
+        "top AS (SELECT r.seq, r.score FROM ranked AS r JOIN memories AS m ON m.seq = r.seq "
+        "WHERE m.scope = ANY (%(scopes)s) AND m.status = ANY (%(statuses)s) "
         f"AND (%(kinds)s::text[] IS NULL OR m.kind = ANY (%(kinds)s)){filters} "
-        "ORDER BY bm25.score, m.seq LIMIT %(limit)s",
+        "ORDER BY r.score, r.seq LIMIT %(limit)s) "
+        f"SELECT {_M_COLUMNS}, top.score FROM top JOIN memories AS m ON m.seq = top.seq "
+        "ORDER BY top.score, top.seq",
         {
             **lexical.query_params(lexemes),
             **params,

@@ -8,8 +8,9 @@ same record types. Timestamps stay RFC 3339 text and JSON stays text for the sam
 SQLite does with virtual tables is done here with PostgreSQL's own parts:
 
 - FTS5 -> a `lex` tsvector per row (weights: A the memory's own text, B its tags and context,
-  C its thread neighbours' text) with a GIN index, and per-corpus term and token counts kept
-  by triggers, from which store/postgres/lexical.py computes the same BM25 as FTS5's bm25().
+  C its thread neighbours' text) with a GIN index, and, kept from it by triggers, posting
+  lists (each lexeme's rows with its frequency and the row's length) and per-corpus term and
+  token counts, from which store/postgres/lexical.py computes the same BM25 as FTS5's bm25().
 - vec0 -> one table per embedder with a pgvector `vector(dims)` column and an HNSW index
   (cosine), created when the embedder is registered, as the SQLite store creates its vec0 table.
 - append-only and immutable tables -> triggers that refuse UPDATE and DELETE, so no client of
@@ -85,6 +86,8 @@ CREATE INDEX memories_lex ON memories USING gin (lex);
 CREATE INDEX memories_by_thread
     ON memories (scope, thread, (coalesce(occurred_at, created_at)), seq)
     WHERE thread IS NOT NULL;
+-- What a search filters ranked memories by, read from the index alone (not each whole row).
+CREATE INDEX memories_search_filters ON memories (seq) INCLUDE (scope, status, kind);
 
 -- Per corpus ('memories', 'procedures'): how many rows and tokens it holds, and in how many
 -- rows each lexeme appears; BM25's idf and average length come from here. A lexeme whose
@@ -103,8 +106,32 @@ CREATE TABLE lexical_terms (
     PRIMARY KEY (corpus, lexeme)
 );
 
-CREATE FUNCTION memproc_uncount_lex(corpus_name text, old_lex tsvector, old_tokens integer)
-RETURNS void LANGUAGE sql AS $$
+-- The posting lists BM25 is computed from, as FTS5 keeps its own: each lexeme of each row, with
+-- its frequency in the row (weighted by class, see memproc_lex_freq) and the row's length. A
+-- query reads only its lexemes' lists (an index-only scan), never the rows' vectors.
+CREATE TABLE lexical_postings (
+    corpus text NOT NULL,
+    lexeme text NOT NULL,
+    seq    bigint NOT NULL,
+    freq   real NOT NULL,
+    dl     integer NOT NULL,
+    PRIMARY KEY (corpus, lexeme, seq) INCLUDE (freq, dl)
+);
+
+-- A lexeme's frequency in a row from its positions' weight classes: the row's own text (A)
+-- counts 1, every other class 0.5, as FTS5's column weights (store/memories.py BM25_WEIGHTS).
+CREATE FUNCTION memproc_lex_freq(weights text[]) RETURNS real
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT (cardinality(array_positions(weights, 'A'))
+            + 0.5 * (cardinality(weights) - cardinality(array_positions(weights, 'A'))))::real
+$$;
+
+CREATE FUNCTION memproc_uncount_lex(
+    corpus_name text, old_seq bigint, old_lex tsvector, old_tokens integer
+) RETURNS void LANGUAGE sql AS $$
+    DELETE FROM lexical_postings
+        WHERE corpus = corpus_name AND lexeme = ANY (tsvector_to_array(old_lex))
+          AND seq = old_seq;
     UPDATE lexical_terms AS t SET docs = t.docs - 1
         FROM unnest(tsvector_to_array(old_lex)) AS l (lexeme)
         WHERE t.corpus = corpus_name AND t.lexeme = l.lexeme;
@@ -115,8 +142,12 @@ RETURNS void LANGUAGE sql AS $$
         WHERE corpus = corpus_name;
 $$;
 
-CREATE FUNCTION memproc_count_lex(corpus_name text, new_lex tsvector, new_tokens integer)
-RETURNS void LANGUAGE sql AS $$
+CREATE FUNCTION memproc_count_lex(
+    corpus_name text, new_seq bigint, new_lex tsvector, new_tokens integer
+) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO lexical_postings (corpus, lexeme, seq, freq, dl)
+        SELECT corpus_name, u.lexeme, new_seq, memproc_lex_freq(u.weights), new_tokens
+        FROM unnest(new_lex) AS u;
     INSERT INTO lexical_terms (corpus, lexeme, docs)
         SELECT corpus_name, l.lexeme, 1 FROM unnest(tsvector_to_array(new_lex)) AS l (lexeme)
         ON CONFLICT (corpus, lexeme) DO UPDATE SET docs = lexical_terms.docs + 1;
@@ -127,10 +158,10 @@ $$;
 CREATE FUNCTION memproc_lex_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        PERFORM memproc_uncount_lex(TG_ARGV[0], OLD.lex, OLD.lex_tokens);
+        PERFORM memproc_uncount_lex(TG_ARGV[0], OLD.seq, OLD.lex, OLD.lex_tokens);
     END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        PERFORM memproc_count_lex(TG_ARGV[0], NEW.lex, NEW.lex_tokens);
+        PERFORM memproc_count_lex(TG_ARGV[0], NEW.seq, NEW.lex, NEW.lex_tokens);
     END IF;
     RETURN NULL;
 END

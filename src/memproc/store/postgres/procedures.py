@@ -232,11 +232,10 @@ def search_lexical(
     if not lexemes:
         return []
     rows = conn.execute(
-        f"WITH {lexical.query_terms_sql(CORPUS)} "
-        "SELECT v.seq, bm25.score FROM procedure_versions AS v CROSS JOIN stats "
-        f"CROSS JOIN {lexical.bm25_sql(CORPUS, 'procedure_versions', 'v')} "
-        "WHERE v.lex @@ %(q_tsquery)s::tsquery AND v.scope = %(scope)s "
-        "AND v.status = 'current' ORDER BY bm25.score, v.seq LIMIT %(limit)s",
+        f"WITH {lexical.query_terms_sql(CORPUS)}, {lexical.ranked_sql(CORPUS)} "
+        "SELECT v.seq, r.score FROM ranked AS r JOIN procedure_versions AS v ON v.seq = r.seq "
+        "WHERE v.scope = %(scope)s AND v.status = 'current' "
+        "ORDER BY r.score, v.seq LIMIT %(limit)s",
         {**lexical.query_params(lexemes), "scope": scope, "limit": limit},
     )
     return [(int(seq), float(score)) for seq, score in rows]
