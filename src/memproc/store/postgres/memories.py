@@ -16,7 +16,12 @@ import orjson
 from memproc.clock import now_rfc3339
 from memproc.ids import uuid7
 from memproc.store import vectors
-from memproc.store.memories import MatchSource, content_hash
+from memproc.store.memories import (
+    LEXICAL_DEPTH_FACTOR,
+    LEXICAL_MIN_DEPTH,
+    MatchSource,
+    content_hash,
+)
 from memproc.store.postgres import lexical
 from memproc.store.postgres.connection import PgConnection
 from memproc.store.quoting import fts_match_any
@@ -237,26 +242,40 @@ def lexical_rows(
     lexemes = lexical.query_lexemes(conn, match)
     if not lexemes:
         return []
-    # Rank every row holding a query lexeme, filter them by the filter index, keep the best
-    # `limit`, and only then read those rows whole.
-    rows = conn.execute(
+    values = {
+        **lexical.query_params(lexemes),
+        **params,
+        "scopes": list(scopes),
+        "statuses": list(servable),
+        "kinds": None if kinds is None else list(kinds),
+        "limit": limit,
+        "depth": max(limit * LEXICAL_DEPTH_FACTOR, LEXICAL_MIN_DEPTH),
+    }
+    # As on SQLite (memories.search_lexical): the ranking alone first, `depth` deep, and only
+    # those rows filtered; when that holds fewer than `limit` servable rows, every match is
+    # filtered. Either way the rows come out the same; only the cost differs.
+    found = conn.execute(_lexical_sql(filters, ranked_first=True), values).fetchall()
+    if len(found) < limit:
+        found = conn.execute(_lexical_sql(filters, ranked_first=False), values).fetchall()
+    return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=float(row[-1])) for row in found]
+
+
+def _lexical_sql(filters: str, *, ranked_first: bool) -> str:
+    """Rank the rows holding a query lexeme, filter them through the filter index (the
+    `depth` best only, or all), keep the best `limit`, and only then read those rows whole."""
+    candidates = (
+        "(SELECT * FROM ranked ORDER BY score, seq LIMIT %(depth)s)" if ranked_first else "ranked"
+    )
+    return (
         f"WITH {lexical.query_terms_sql('memories')}, {lexical.ranked_sql('memories')}, "
-        "top AS (SELECT r.seq, r.score FROM ranked AS r JOIN memories AS m ON m.seq = r.seq "
+        f"top AS (SELECT r.seq, r.score FROM {candidates} AS r "
+        "JOIN memories AS m ON m.seq = r.seq "
         "WHERE m.scope = ANY (%(scopes)s) AND m.status = ANY (%(statuses)s) "
         f"AND (%(kinds)s::text[] IS NULL OR m.kind = ANY (%(kinds)s)){filters} "
         "ORDER BY r.score, r.seq LIMIT %(limit)s) "
         f"SELECT {_M_COLUMNS}, top.score FROM top JOIN memories AS m ON m.seq = top.seq "
-        "ORDER BY top.score, top.seq",
-        {
-            **lexical.query_params(lexemes),
-            **params,
-            "scopes": list(scopes),
-            "statuses": list(servable),
-            "kinds": None if kinds is None else list(kinds),
-            "limit": limit,
-        },
+        "ORDER BY top.score, top.seq"
     )
-    return [SearchRow(record=MEMORY_ROW(row[:-1]), bm25=float(row[-1])) for row in rows]
 
 
 def context_of(conn: PgConnection, seq: int) -> str | None:
