@@ -78,3 +78,34 @@ def test_document_frequencies_agree(
             found.append(memory_sql.document_frequencies(conn, terms))
     assert found[0] == found[1]
     assert found[0][1]["deploy"] == 3 and found[0][1]["zzyzx"] == 0
+
+
+def test_the_ranking_read_first_and_the_full_filter_agree_with_fts5(
+    store: Store, pg_store: PgStore, new_memory: Callable[..., NewMemory]
+) -> None:
+    """A scope whose matches all rank below 200 of another scope's: the ranking read alone
+    holds none of them, so every match is filtered; the other scope's come from the ranking
+    alone. Both stores return the same rows with the same scores."""
+    found = []
+    for each in (store, pg_store):
+        with each.writing() as conn:
+            for number in range(230):
+                memory_sql.insert(conn, new_memory(f"alpha alpha alpha note {number}", scope="big"))
+            for number in range(6):
+                memory_sql.insert(conn, new_memory(f"alpha and more words {number}", scope="small"))
+        match = fts_match_any("alpha")
+        assert match is not None
+        with each.reading() as conn:
+            found.append(
+                [
+                    [
+                        (row.record.seq, round(float(row.bm25), 9))
+                        for row in memory_sql.search_lexical(
+                            conn, match, scopes=[scope], kinds=None, limit=5
+                        )
+                    ]
+                    for scope in ("small", "big")
+                ]
+            )
+    assert found[0] == found[1]
+    assert [len(rows) for rows in found[0]] == [5, 5]
