@@ -26,30 +26,43 @@ from memproc.store.annotations import memory_ref
 from memproc.store.memories import content_hash
 from memproc.store.records import MemoryRecord
 from memproc.store.routing import routed
+from memproc.store.storage import AnyConnection
 
 
-@routed
 def erase(
-    conn: apsw.Connection, record: MemoryRecord, updated_at: str, window: threads.Window
+    conn: AnyConnection, record: MemoryRecord, updated_at: str, window: threads.Window
 ) -> list[int]:
     """Erase the memory; returns the thread neighbours whose entries no longer hold it (their
-    vectors are gone until made again)."""
+    vectors are gone until made again). The steps are the same on both stores; only the
+    tombstone's SQL and the lexical index's compaction are each store's own."""
     reached = {*threads.reach(conn, [record.seq], window), *threads.holding(conn, record.seq)}
     neighbours = sorted(reached - {record.seq})
     vectors.delete_vectors(conn, record.seq)
     revisions.delete_all(conn, record.seq)
     events.delete_all(conn, record.seq)
     citations.remove_citing(conn, record.scope, memory_ref(record.id))
+    tombstone(conn, record.seq, updated_at)
+    rewindowed = threads.rewrite(conn, neighbours, window)
+    for seq in rewindowed:
+        vectors.delete_vectors(conn, seq)
+    compact_lexical_index(conn)
+    return rewindowed
+
+
+@routed
+def tombstone(conn: apsw.Connection, seq: int, updated_at: str) -> None:
+    """The row keeps its id, scope and kind; everything else it said is emptied."""
     conn.execute(
         "UPDATE memories SET content = '', content_sha256 = ?, tags = '[]', metadata = '{}', "
         "source = '{}', context = NULL, client_token = NULL, occurred_at = NULL, "
         "status = 'purged', status_reason = NULL, updated_at = ?, thread = NULL, "
         "neighbour_ids = NULL, neighbour_before = NULL, neighbour_after = NULL, "
         "index_sha256 = NULL WHERE seq = ?",
-        (content_hash(""), updated_at, record.seq),
+        (content_hash(""), updated_at, seq),
     )
-    rewindowed = threads.rewrite(conn, neighbours, window)
-    for seq in rewindowed:
-        vectors.delete_vectors(conn, seq)
+
+
+@routed
+def compact_lexical_index(conn: apsw.Connection) -> None:
+    """Merge FTS5's segments, so that no segment still holds a purged row's terms."""
     conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
-    return rewindowed

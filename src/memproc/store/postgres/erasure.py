@@ -9,31 +9,23 @@ tables a purge touches (`PgStore.reclaim`); see the README on purging.
 
 from __future__ import annotations
 
-from memproc.store import citations, events, revisions, threads, vectors
-from memproc.store.annotations import memory_ref
 from memproc.store.memories import content_hash
 from memproc.store.postgres.connection import PgConnection
-from memproc.store.records import MemoryRecord
 
 
-def erase(
-    conn: PgConnection, record: MemoryRecord, updated_at: str, window: threads.Window
-) -> list[int]:
-    reached = {*threads.reach(conn, [record.seq], window), *threads.holding(conn, record.seq)}
-    neighbours = sorted(reached - {record.seq})
-    vectors.delete_vectors(conn, record.seq)
-    revisions.delete_all(conn, record.seq)
-    events.delete_all(conn, record.seq)
-    citations.remove_citing(conn, record.scope, memory_ref(record.id))
+def tombstone(conn: PgConnection, seq: int, updated_at: str) -> None:
+    """As on SQLite, and the lexical vector emptied with the text (the triggers then drop its
+    postings and counts)."""
     conn.execute(
         "UPDATE memories SET content = '', content_sha256 = %s, tags = '[]', metadata = '{}', "
         "source = '{}', context = NULL, client_token = NULL, occurred_at = NULL, "
         "status = 'purged', status_reason = NULL, updated_at = %s, thread = NULL, "
         "neighbour_ids = NULL, neighbour_before = NULL, neighbour_after = NULL, "
         "index_sha256 = NULL, lex = ''::tsvector, lex_tokens = 0 WHERE seq = %s",
-        (content_hash(""), updated_at, record.seq),
+        (content_hash(""), updated_at, seq),
     )
-    rewindowed = threads.rewrite(conn, neighbours, window)
-    for seq in rewindowed:
-        vectors.delete_vectors(conn, seq)
-    return rewindowed
+
+
+def compact_lexical_index(conn: PgConnection) -> None:
+    """Nothing to merge: a purged row's postings were deleted with its vector; what the
+    table files keep until VACUUM is what `memproc purge --vacuum` reclaims."""
