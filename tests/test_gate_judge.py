@@ -101,7 +101,7 @@ def evolve(ctx: OpContext, pid: str, gate_fn: Any, step: str = "pin libvips==8.1
     return procedures.evolve_with(ctx, params, gate_fn)
 
 
-@pytest.fixture(params=storekit.store_params("citations"))
+@pytest.fixture(params=storekit.STORES)
 def db(request: pytest.FixtureRequest, db_path: str) -> str:
     """The store of a test's one Runtime: an SQLite file, then a fresh PostgreSQL database."""
     return storekit.database(request, db_path)

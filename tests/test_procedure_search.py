@@ -24,7 +24,7 @@ from memproc.wire import procedure_messages as pm
 SCOPE = "proj"
 
 
-@pytest.fixture(params=storekit.store_params("citations", "vectors", "memories"))
+@pytest.fixture(params=storekit.STORES)
 def db(request: pytest.FixtureRequest, db_path: str) -> str:
     """The store a test searches: an SQLite file, then a fresh PostgreSQL database."""
     return storekit.database(request, db_path)

@@ -28,11 +28,7 @@ from memproc.wire import procedure_messages as pm
 SCOPE = "proj"
 
 
-@pytest.fixture(
-    params=storekit.store_params(
-        "citations", "memories", "events", "revisions", "threads", "vectors", "validity"
-    )
-)
+@pytest.fixture(params=storekit.STORES)
 def runtime(
     request: pytest.FixtureRequest, make_runtime: Callable[..., Runtime], db_path: str
 ) -> Runtime:

@@ -151,9 +151,8 @@ def query_terms_sql(corpus: str) -> str:
     )
 
 
-def query_params(lexemes: Counter[str], classes: str = "") -> dict[str, object]:
+def query_params(lexemes: Counter[str]) -> dict[str, object]:
     return {
         "q_lexemes": list(lexemes),
         "q_times": list(lexemes.values()),
-        "q_tsquery": tsquery_any(list(lexemes), classes) or "",
     }
