@@ -123,15 +123,71 @@ def query_lexemes(conn: object, match: str) -> Counter[str]:
     return Counter(lexeme for _, lexeme in rows)
 
 
+def _contribution(weight: str) -> str:
+    """One posting's share of a row's BM25 (positive), `weight` the term's times * idf; the
+    constants are float8, so that none of the arithmetic is done in numeric."""
+    return (
+        f"{weight} * (p.freq * {BM25_K1 + 1}::float8) / (p.freq + {BM25_K1}::float8 * "
+        f"({1 - BM25_B}::float8 + {BM25_B}::float8 * p.dl / stats.avgdl))"
+    )
+
+
 def ranked_sql(corpus: str) -> str:
     """CTE `ranked`: (seq, score) of every row of the corpus holding a query lexeme, score
     FTS5's bm25 (negative), summed over the query's lexemes from their posting lists; needs
     the CTEs of query_terms_sql before it."""
     return (
-        f"ranked AS (SELECT p.seq, -sum(q.times * q.idf * (p.freq * {BM25_K1 + 1}) / "
-        f"(p.freq + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * p.dl / stats.avgdl))) AS score "
+        f"ranked AS (SELECT p.seq, -sum({_contribution('q.times * q.idf')}) AS score "
         "FROM query_terms AS q JOIN lexical_postings AS p "
         f"ON p.corpus = '{corpus}' AND p.lexeme = q.lexeme CROSS JOIN stats GROUP BY p.seq)"
+    )
+
+
+# The query terms whose best contributions together come to at most this share of the
+# strongest term's are read only for the candidates the others made (head_sql). A speed
+# setting only: whatever its value, the head holds the same rows with the same scores.
+SPARE_SHARE = 0.2
+
+
+def head_sql(corpus: str) -> str:
+    """CTE `ranked`: the best %(depth)s rows of ranked_sql's ranking (and possibly a few more),
+    with the same scores, read without the full posting lists of the query's commonest terms.
+
+    A broad query's commonest terms hold most of its postings and decide almost nothing: a
+    term's contribution to a row is less than times * idf * (k1 + 1), whatever the row. This
+    is MaxScore (Turtle and Flood, 1995): the terms whose bounds together stay under
+    SPARE_SHARE of the strongest term's are `spare`; the others rank the rows first, the
+    depth-th best of those partial scores is the bar, and only rows within the spare bound
+    of it get the spare terms' postings added (by index lookups, row by row). No other row can
+    reach the head: its score is below the bar. When that does not hold (too few rows pass
+    the others, or the bar is under the spare bound), or no term is spare, the spare terms'
+    whole posting lists are added to the partial scores: the full ranking, at its usual cost.
+    The choice is made in the server, in the same statement. Needs the CTEs of
+    query_terms_sql before it."""
+    spare_part = _contribution("t.weight")
+    return (
+        "terms AS MATERIALIZED (SELECT q.lexeme, q.times * q.idf AS weight, "
+        "sum(q.times * q.idf) OVER (ORDER BY q.times * q.idf, q.lexeme) "
+        f"<= {SPARE_SHARE}::float8 * max(q.times * q.idf) OVER () AS spare FROM query_terms AS q), "
+        f"spare_bound AS MATERIALIZED (SELECT coalesce(sum(weight), 0) * {BM25_K1 + 1}::float8 "
+        "AS bound, count(*) AS terms FROM terms WHERE spare), "
+        f"partial AS MATERIALIZED (SELECT p.seq, sum({spare_part}) AS score FROM terms AS t "
+        f"JOIN lexical_postings AS p ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme "
+        "CROSS JOIN stats WHERE NOT t.spare GROUP BY p.seq), "
+        "bar AS MATERIALIZED (SELECT score FROM partial ORDER BY score DESC "
+        "OFFSET %(depth)s - 1 LIMIT 1), "
+        "pruned AS MATERIALIZED (SELECT (SELECT terms FROM spare_bound) > 0 AND "
+        "coalesce((SELECT score FROM bar) > (SELECT bound FROM spare_bound), false) AS ok), "
+        "ranked AS ("
+        f"SELECT c.seq, -(c.score + coalesce((SELECT sum({spare_part}) FROM terms AS t "
+        f"JOIN lexical_postings AS p ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme "
+        "AND p.seq = c.seq CROSS JOIN stats WHERE t.spare), 0)) AS score "
+        "FROM partial AS c WHERE (SELECT ok FROM pruned) "
+        "AND c.score >= (SELECT score FROM bar) - (SELECT bound FROM spare_bound) "
+        "UNION ALL SELECT u.seq, -sum(u.score) AS score FROM (SELECT seq, score FROM partial "
+        f"UNION ALL SELECT p.seq, {spare_part} FROM terms AS t JOIN lexical_postings AS p "
+        f"ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme CROSS JOIN stats WHERE t.spare) AS u "
+        "WHERE NOT (SELECT ok FROM pruned) GROUP BY u.seq)"
     )
 
 

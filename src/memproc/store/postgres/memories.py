@@ -263,11 +263,13 @@ def lexical_rows(
 def _lexical_sql(filters: str, *, ranked_first: bool) -> str:
     """Rank the rows holding a query lexeme, filter them through the filter index (the
     `depth` best only, or all), keep the best `limit`, and only then read those rows whole."""
-    candidates = (
-        "(SELECT * FROM ranked ORDER BY score, seq LIMIT %(depth)s)" if ranked_first else "ranked"
-    )
+    if ranked_first:
+        ranking = lexical.head_sql("memories")
+        candidates = "(SELECT * FROM ranked ORDER BY score, seq LIMIT %(depth)s)"
+    else:
+        ranking, candidates = lexical.ranked_sql("memories"), "ranked"
     return (
-        f"WITH {lexical.query_terms_sql('memories')}, {lexical.ranked_sql('memories')}, "
+        f"WITH {lexical.query_terms_sql('memories')}, {ranking}, "
         f"top AS (SELECT r.seq, r.score FROM {candidates} AS r "
         "JOIN memories AS m ON m.seq = r.seq "
         "WHERE m.scope = ANY (%(scopes)s) AND m.status = ANY (%(statuses)s) "
