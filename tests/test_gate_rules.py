@@ -524,3 +524,41 @@ def test_a_revision_that_closes_something_asks_about_a_linked_dependent() -> Non
 def test_a_procedure_is_filed_under_the_words_of_its_name() -> None:
     dependent = proc("b", "post web orders to the ledger", ["shop"], [("Post", "POST each order")])
     assert "term:ledger" in index_keys(dependent)
+
+
+def test_one_shared_word_of_an_edit_is_no_exposure_but_two_are() -> None:
+    old = proc(
+        "a",
+        "sweep the scratch volume",
+        ["scratch volume"],
+        [
+            ("Sweep", "find /scratch -mtime +3 -delete"),
+            ("Report", "mail the weekly totals to finance on Monday"),
+        ],
+    )
+    new = proc(
+        "a",
+        "sweep the scratch volume",
+        ["scratch volume"],
+        [
+            ("Sweep", "find /scratch -mtime +3 -delete"),
+            ("Report", "mail the weekly totals to finance and audit on Friday"),
+        ],
+    )
+    one_word = proc("b", "plan the lab rota", ["rota"], [("Draft", "the /scratch rota for Friday")])
+    assert verdict(old, new, one_word) == []
+    two_words = proc(
+        "b", "plan the lab rota", ["rota"], [("Read", "the /scratch audit log every Friday")]
+    )
+    assert verdict(old, new, two_words) == ["undecided:low_confidence"]
+
+
+def test_the_revised_systems_own_name_is_no_exposure() -> None:
+    old = proc("a", "manage Vault keys", ["Vault"], [("Key", "transit/keys/app-a, rotation off")])
+    new = proc(
+        "a", "manage Vault keys", ["Vault"], [("Key", "transit/keys/app-a: vault write rotate")]
+    )
+    other_key = proc(
+        "b", "sign invoices", ["Vault"], [("Sign", "vault write transit/sign/invoices")]
+    )
+    assert verdict(old, new, other_key) == []
