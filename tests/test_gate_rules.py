@@ -562,3 +562,59 @@ def test_the_revised_systems_own_name_is_no_exposure() -> None:
         "b", "sign invoices", ["Vault"], [("Sign", "vault write transit/sign/invoices")]
     )
     assert verdict(old, new, other_key) == []
+
+
+def test_a_negated_restrictive_word_closes_nothing() -> None:
+    old = proc("a", "run the web crawler", ["crawler"], [("Crawl", "crawl partner sites nightly")])
+    allowed = proc(
+        "a",
+        "run the web crawler",
+        ["crawler"],
+        [("Crawl", "crawl partner sites nightly")],
+        preconditions=["the crawler's address is on the partners' allowlist, so it is not blocked"],
+    )
+    closed = proc(
+        "a",
+        "run the web crawler",
+        ["crawler"],
+        [("Crawl", "crawl partner sites nightly; robots.txt is enforced")],
+    )
+    dependent = proc(
+        "b",
+        "index crawled pages",
+        ["search index"],
+        [("Index", "index what the web crawler fetched")],
+    )
+    assert verdict(old, allowed, dependent) == []
+    assert verdict(old, closed, dependent) == ["undecided:low_confidence"]
+
+
+def test_a_dependent_that_keeps_away_from_the_revised_system_is_not_linked_by_words() -> None:
+    old = proc(
+        "a", "run the object cache", ["Varnish"], [("Serve", "Varnish in front of the shop")]
+    )
+    new = proc(
+        "a",
+        "run the object cache",
+        ["Varnish"],
+        [("Serve", "Varnish in front of the shop; purge requests are denied")],
+    )
+    around = proc(
+        "b",
+        "refresh the shop catalogue",
+        ["catalogue"],
+        [
+            (
+                "Fetch",
+                "read it from the origin, bypassing Varnish; the app keeps its own cache",
+            )
+        ],
+    )
+    through = proc(
+        "b",
+        "refresh the shop catalogue",
+        ["catalogue"],
+        [("Fetch", "read the catalogue through Varnish")],
+    )
+    assert verdict(old, new, around) == []
+    assert verdict(old, new, through) == ["undecided:low_confidence"]

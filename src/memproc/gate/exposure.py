@@ -106,7 +106,7 @@ def restrictions(old: Facts, revision: Facts) -> list[str]:
     `on`)."""
     found = []
     restrictive = {stem(w) for w in RESTRICTIVE_WORDS}
-    added = added_tokens(old, revision)
+    added = added_tokens(old, revision, polar=True)  # "so it is not blocked" closes nothing
     found += sorted(t for t in added if t in restrictive)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = values.truth(change.old), values.truth(change.new)
@@ -118,16 +118,18 @@ def restrictions(old: Facts, revision: Facts) -> list[str]:
     return found
 
 
-def added_tokens(old: Facts, revision: Facts) -> set[str]:
-    """The tokens a revision's new or edited units hold that their old counterparts did not."""
+def added_tokens(old: Facts, revision: Facts, polar: bool = False) -> set[str]:
+    """The tokens a revision's new or edited units hold that their old counterparts did not;
+    `polar`: a negated word keeps its mark ("not block")."""
+    keep = (lambda tokens: tokens) if polar else _plain
     old_texts = [u.text for u in _units(old) if u.text.strip()]
-    old_tokens = [_plain(content_tokens(t)) for t in old_texts]
+    old_tokens = [keep(content_tokens(t)) for t in old_texts]
     before = {_key(t) for t in old_texts}
     found: set[str] = set()
     for unit in _units(revision):
         if not unit.text.strip() or _key(unit.text) in before:
             continue
-        mine = _plain(content_tokens(unit.text))
+        mine = keep(content_tokens(unit.text))
         counterpart = max(old_tokens, key=lambda theirs: _overlap(mine, theirs), default=set())
         found |= mine - counterpart
     return found

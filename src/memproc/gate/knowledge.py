@@ -20,7 +20,7 @@ from memproc.gate import lexicon as lx
 from memproc.gate import sequence, values
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Undecided
-from memproc.gate.surface import Surface, norm_entity
+from memproc.gate.surface import Surface, disowned, norm_entity
 from memproc.gate.text import split_clauses
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
@@ -110,12 +110,24 @@ def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> b
     The link is deliberately wider than the rules' surface: a component's new version can
     break a dependent that reaches it only through the system the procedure runs ("operate
     the print queue" and a job that sends its labels to the queue), and the cost of a wide
-    link is one question to the judge, never a quarantine by rule."""
-    if surface.shared or subject_words(revision.procedure) & dependent_words(dependent):
+    link is one question to the judge, never a quarantine by rule. A dependent that says it
+    keeps away from the revised system ("bypassing Squid", "instead of cron") is not linked
+    by words: what it does not use cannot break it."""
+    if surface.shared:
+        return True
+    if keeps_away(revision.procedure, dependent):
+        return False
+    if subject_words(revision.procedure) & dependent_words(dependent):
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
     theirs = [i for i in dependent.identifiers if i.kind == "path"]
     return any(_stem(a.norm) == _stem(b.norm) and "/" in a.norm for a in mine for b in theirs)
+
+
+def keeps_away(procedure: Procedure, dependent: Facts) -> bool:
+    """The dependent's steps name a system of the procedure only under a negation."""
+    named = (*procedure.entity_names, *procedure.aliases)
+    return any(disowned(name, dependent) for name in named if name.strip())
 
 
 def subject_words(procedure: Procedure) -> set[str]:
@@ -130,11 +142,12 @@ def subject_words(procedure: Procedure) -> set[str]:
 
 def dependent_words(dependent: Facts) -> set[str]:
     """Every word of the dependent: its labels and its text (a URL or path gives each of
-    its words)."""
+    its words), but for the words it negates."""
     found = {w for label in _labels(dependent.procedure) for w in norm_entity(label).split()}
     for clause in dependent.clauses:
         for token in clause.tokens:
-            found |= set(norm_entity(token.text).split())
+            if not token.negated:  # "skip the proxy" does not use it
+                found |= set(norm_entity(token.text).split())
     return found
 
 
