@@ -6,6 +6,7 @@ prohibitions, the reach of a demand, and what only domain knowledge can judge.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
 from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
+from memproc.gate.measures import changes as measure_changes
 from memproc.gate.names import same_system
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
@@ -618,3 +620,36 @@ def test_a_dependent_that_keeps_away_from_the_revised_system_is_not_linked_by_wo
     )
     assert verdict(old, new, around) == []
     assert verdict(old, new, through) == ["undecided:low_confidence"]
+
+
+def _measured(old_detail: str, new_detail: str, dependent_detail: str) -> list[str]:
+    old = proc("a", "run the paint shop", ["paint shop"], [("Supply", old_detail)])
+    new = proc("a", "run the paint shop", ["paint shop"], [("Supply", new_detail)])
+    dependent = proc("b", "spray body panels", ["paint shop"], [("Spray", dependent_detail)])
+    return verdict(old, new, dependent)
+
+
+def test_a_measured_value_past_a_bound_the_dependent_states() -> None:
+    raised = ("compressor outlet at 6 bar", "compressor outlet at 9 bar")
+    assert _measured(*raised, "the booth regulator is rated up to 8 bar") == ["changed_value"]
+    assert _measured(*raised, "the booth regulator is rated up to 10 bar") == []
+    cooled = ("booth air at 24 °C", "booth air at 15 °C")
+    assert _measured(*cooled, "the primer cures at no less than 18 °C") == ["changed_value"]
+
+
+def test_a_measured_value_the_dependent_names_or_reads_in_the_old_unit() -> None:
+    lowered = ("spray guns fed at 48 kHz ultrasonic", "spray guns fed at 40 kHz ultrasonic")
+    assert _measured(*lowered, "the nozzle controller expects 48 kHz") == ["changed_value"]
+    assert _measured(*lowered, "the nozzle controller accepts any drive") == []
+    unit = ("the line's power draw is logged in kW", "the line's power draw is logged in MW")
+    assert _measured(*unit, "the cost sheet multiplies draw by eur_per_kW") == ["changed_value"]
+
+
+def test_a_measured_value_restated_in_another_unit_is_no_change() -> None:
+    old = proc("a", "run ovens", ["oven"], [("Heat", "each oven draws 1500 W")])
+    new = proc("a", "run ovens", ["oven"], [("Heat", "each oven draws 1.5 kW (per the new spec)")])
+    assert measure_changes(old, new) == []
+    assert [
+        c.dimension
+        for c in measure_changes(old, replace(new, steps=(Step("Heat", "each oven draws 2 kW"),)))
+    ] == ["power"]

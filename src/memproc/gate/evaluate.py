@@ -19,6 +19,7 @@ from memproc.gate import (
     exposure,
     knowledge,
     limits,
+    measures,
     order,
     outputs,
     prohibitions,
@@ -128,6 +129,7 @@ class _Reading:
             *order.finishes_later(old, new, dependent),
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
+            *measures.changed_measures(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
         ]
 
