@@ -653,3 +653,30 @@ def test_a_measured_value_restated_in_another_unit_is_no_change() -> None:
         c.dimension
         for c in measure_changes(old, replace(new, steps=(Step("Heat", "each oven draws 2 kW"),)))
     ] == ["power"]
+
+
+def test_a_dependent_step_that_opens_with_its_time_of_day_runs_then() -> None:
+    old = proc(
+        "a",
+        "print the morning edition",
+        ["press hall"],
+        [("Plate", "22:30: plates imaged"), ("Print", "run the press; bundles ready by 03:00")],
+    )
+    new = proc(
+        "a",
+        "print the morning edition",
+        ["press hall"],
+        [
+            ("Plate", "22:30: plates imaged"),
+            ("Print", "run the press; bundles ready by 05:15 with the late sports insert"),
+        ],
+    )
+    van = proc(
+        "b",
+        "deliver newspaper bundles",
+        ["press hall"],
+        [("Load", "04:30: drivers load the bundles onto the vans"), ("Drive", "to shops")],
+    )
+    assert verdict(old, new, van) == ["later_output"]
+    early_van = replace(van, steps=(Step("Load", "05:30: drivers load the bundles onto the vans"),))
+    assert verdict(old, new, early_van) == []

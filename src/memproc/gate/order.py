@@ -143,14 +143,23 @@ def _ready_at(procedure: Procedure) -> int | None:
 
 
 def _runs_at(dependent: Procedure) -> int | None:
-    """The time of day the dependent runs: its trigger, or a step that says "at 07:15"."""
+    """The time of day the dependent runs: its trigger, or a step that says "at 07:15" or
+    opens with its time of day ("07:15: import the files")."""
     texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
-    for text in texts:
-        if text and re.search(r"\b(?:at|daily|every|cron)\b", text, re.I):
+    for text, step in zip(texts, [None, *dependent.steps], strict=True):
+        scheduled = bool(text) and bool(re.search(r"\b(?:at|daily|every|cron)\b", text, re.I))
+        opens = step is not None and any(
+            _OPENING_CLOCK.match(t) for t in (step.action, step.detail)
+        )
+        if scheduled or opens:
             at = schedule.clock(text)
             if at is not None:
                 return at
     return None
+
+
+# A time of day that opens a step, as a label of when it runs ("07:15: import", "7.15 - run").
+_OPENING_CLOCK = re.compile(r"\s*\d{1,2}[:.h]\d{2}(?:\s*(?:am|pm))?\s*[:\-–]", re.I)
 
 
 def _stated_minutes(procedure: Procedure) -> float:
