@@ -680,3 +680,28 @@ def test_a_dependent_step_that_opens_with_its_time_of_day_runs_then() -> None:
     assert verdict(old, new, van) == ["later_output"]
     early_van = replace(van, steps=(Step("Load", "05:30: drivers load the bundles onto the vans"),))
     assert verdict(old, new, early_van) == []
+
+
+def test_a_name_dropped_from_a_quoted_list_breaks_its_reader_only() -> None:
+    old = proc(
+        "a",
+        "instrument the queue worker",
+        ["queue worker"],
+        [("Count", "Histogram('job_seconds', 'Job time', ['queue', 'priority']) in the worker")],
+    )
+    new = proc(
+        "a",
+        "instrument the queue worker",
+        ["queue worker"],
+        [("Count", "Histogram('job_seconds', 'Job time', ['queue']) in the worker")],
+    )
+    reader = proc(
+        "b", "chart slow jobs", ["Grafana"], ['plot job_seconds{priority="high"} per hour']
+    )
+    other = proc("c", "chart queues", ["Grafana"], ['plot job_seconds{queue="mail"} per hour'])
+    assert verdict(old, new, reader) == ["removed_output"]
+    assert verdict(old, new, other) == []
+    assert [i.norm for i in find("fields ['sku', 'qty'] and [1, 2]") if i.kind == "member"] == [
+        "sku",
+        "qty",
+    ]
