@@ -705,3 +705,11 @@ def test_a_name_dropped_from_a_quoted_list_breaks_its_reader_only() -> None:
         "sku",
         "qty",
     ]
+
+
+def test_an_option_with_its_value_attached_takes_no_operand_as_value() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("tail -n20 'worker' app.log", "step 1")}
+    assert read == {("n", "20")}
+    old = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'timeout' /var/log/app.log")])
+    new = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'refused' /var/log/app.log")])
+    assert changed(old, new) == []

@@ -32,6 +32,8 @@ _AT_VERSION = re.compile(
     r"(?<![\w./:@-])(?P<key>[A-Za-z][\w./:-]*[\w])\s?@\s?(?P<value>v?\d+(?:\.\d+){0,2}[\w.+-]*)"
     r"(?![\w@])"
 )
+# A one-letter option with its value attached, as POSIX utility syntax allows (`-A3`, `-j8`).
+_ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 _ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
 # Several `key = value` settings on one line ("host = db1 port = 6379 timeout = 5"):
 # each value is one word, up to the next key.
@@ -108,8 +110,11 @@ def settings_of_text(text: str, where: str) -> list[Setting]:
 def _read_segment(segment: str, where: str) -> list[Setting]:
     found = []
     for match in _FLAG.finditer(segment):
-        key = match["key"]
-        found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
+        key, value = match["key"], match["value"]
+        attached = _ATTACHED.fullmatch(key)
+        if attached:  # `-A3 'api'`: 3 is the option's value, 'api' an operand
+            key, value = attached.groups()
+        found.append(Setting(normalize_key(key), _clean(value), where, segment, key))
     pairs = list(_PAIRS.finditer(segment))
     if len(pairs) >= 2 and not segment.lstrip().startswith("-"):
         for match in pairs:
