@@ -19,7 +19,7 @@ from memproc.gate.measures import changes as measure_changes
 from memproc.gate.names import same_system
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
-from memproc.gate.values import changed, settings_of_text
+from memproc.gate.values import changed, settings_of_text, truth
 
 
 def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: Any) -> Procedure:
@@ -713,3 +713,24 @@ def test_an_option_with_its_value_attached_takes_no_operand_as_value() -> None:
     old = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'timeout' /var/log/app.log")])
     new = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'refused' /var/log/app.log")])
     assert changed(old, new) == []
+
+
+def test_a_setting_inside_a_named_group_and_a_remark_after_a_boolean() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("pool-b: max_conn = 80", "step 1")}
+    assert ("max_conn", "80") in read
+    old = proc("a", "tune broker", ["broker"], [("Set", "broker-a: require_tls = 0")])
+    new = proc("a", "tune broker", ["broker"], [("Set", "broker-a: require_tls = 1 (audit)")])
+    assert any(c.key == "require_tls" for c in changed(old, new))
+    assert truth("1 (audit)") is True and truth("off # until March") is False
+
+
+def test_a_requirement_turned_on_breaks_a_dependent_that_turns_it_off() -> None:
+    old = proc("a", "configure the mail relay", ["relay"], [("Set", "relay.require_tls = false")])
+    new = proc("a", "configure the mail relay", ["relay"], [("Set", "relay.require_tls = true")])
+
+    def sender(setting: str) -> Procedure:
+        return proc("b", "send invoices", ["relay"], [("Send", f"mailer.ini: {setting}")])
+
+    assert verdict(old, new, sender("tls_enabled = no")) == ["changed_value"]
+    assert "changed_value" not in verdict(old, new, sender("tls_enabled = yes"))
+    assert "changed_value" not in verdict(old, new, sender("force_ipv4 = false"))

@@ -99,6 +99,8 @@ class _Reading:
                 findings = order.finishes_later(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
+        if not findings and knowledge.linked(old, new, dependent, surface):
+            findings = knowledge.turned_off(old, new, dependent)
         confident = [f for f in findings if not demands.reach_unstated(f)]
         if confident:
             return findings, []

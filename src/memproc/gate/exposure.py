@@ -88,14 +88,16 @@ def _plain(tokens: set[str]) -> set[str]:
     return {t.removeprefix(_NOT) for t in tokens}
 
 
-# Words that close, require or narrow something (access control and transport security
-# vocabulary: RFC 2119's "required", POSIX's "read-only", TLS and authentication terms).
-RESTRICTIVE_WORDS = lx.words(
+# Words that close, require or narrow something (access control vocabulary: RFC 2119's
+# "required", POSIX's "read-only"), and the transport security terms that a setting turned on
+# requires of every client (TLS and signing terms).
+RESTRICTING_WORDS = lx.words(
     """read-only readonly require requires required enforce enforces enforced force forced
     forces mandatory only deny denies denied disable disables disabled block blocks blocked
-    reject rejects rejected forbid forbids forbidden restrict restricts restricted private
-    tls ssl https encrypt encrypted encryption signing signed mtls starttls"""
+    reject rejects rejected forbid forbids forbidden restrict restricts restricted private"""
 )
+SECURITY_TERMS = lx.words("tls ssl https encrypt encrypted encryption signing signed mtls starttls")
+RESTRICTIVE_WORDS = RESTRICTING_WORDS | SECURITY_TERMS
 # Setting words that open something when true ("publicRead", "allow_anonymous").
 PERMISSIVE_WORDS = lx.words("public allow allowed anonymous plain plaintext insecure bypass")
 

@@ -18,6 +18,7 @@ import re
 
 from memproc.gate import lexicon as lx
 from memproc.gate import sequence, values
+from memproc.gate.exposure import RESTRICTING_WORDS, RESTRICTIVE_WORDS
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Undecided
 from memproc.gate.surface import Surface, disowned, norm_entity
@@ -197,6 +198,34 @@ def relied_on_values(
                         f"({change.where}); the dependent relies on {relied}"
                     ),
                     evidence={"old": change.old_text, "new": change.new_text},
+                )
+            )
+    return findings
+
+
+def turned_off(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """The revision turns on a setting that requires something (`force_ssl: 0 -> 1`), and the
+    dependent turns that very thing off in its own settings (`sslmode=disable`): it worked
+    only because the requirement was off."""
+    theirs = [s for s in values.settings(dependent.procedure) if values.truth(s.value) is False]
+    findings = []
+    for change in values.changed(old.procedure, revision.procedure):
+        words = set(change.words)
+        turned_on = values.truth(change.old) is False and values.truth(change.new) is True
+        if not turned_on or not words & RESTRICTIVE_WORDS:
+            continue
+        things = {w for w in words - RESTRICTING_WORDS if len(w) >= 3}
+        off = next((s for s in theirs if any(w in s.key for w in things)), None)
+        if off is not None:
+            findings.append(
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="changed_value",
+                    detail=(
+                        f"the revision turns on {change.key} ({change.where}); the dependent "
+                        f"turns it off ({off.name or off.key}={off.value})"
+                    ),
+                    evidence={"new": change.new_text, "dependent": off.text},
                 )
             )
     return findings

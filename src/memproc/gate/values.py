@@ -129,6 +129,8 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
         if key and key.split()[-1].lower() not in lx.STOPWORDS:
             value = _clean(pair["value"])
             found.append(Setting(normalize_key(key), value, where, segment, key))
+        if pair["op"] == ":" and "=" in pair["value"]:  # "group-a: max_conn = 50": the inner one
+            found += _read_segment(pair["value"], where)
     for match in _IMAGE.finditer(segment):
         if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
             name = match["key"]
@@ -196,8 +198,10 @@ _FALSE = lx.words("false no off disabled disable 0 none")
 
 
 def truth(value: str) -> bool | None:
-    """A value read as a boolean, however the format spells it; None if it is not one."""
-    word = value.strip().strip("'\"`").lower()
+    """A value read as a boolean, however the format spells it; None if it is not one. A
+    remark after the value ("1 (per the audit)", "off # for now") is not part of it."""
+    words = re.split(r"\s+[#(]|\s+--\s", value.strip(), maxsplit=1)
+    word = words[0].strip().strip("'\"`").lower()
     return True if word in _TRUE else False if word in _FALSE else None
 
 
