@@ -734,3 +734,19 @@ def test_a_requirement_turned_on_breaks_a_dependent_that_turns_it_off() -> None:
     assert verdict(old, new, sender("tls_enabled = no")) == ["changed_value"]
     assert "changed_value" not in verdict(old, new, sender("tls_enabled = yes"))
     assert "changed_value" not in verdict(old, new, sender("force_ipv4 = false"))
+
+
+def test_an_added_step_demands_what_its_declaring_clause_says_not_its_title() -> None:
+    old = proc("a", "run the print API", ["print API"], [("Serve", "print-api on port 8443")])
+    new = proc(
+        "a",
+        "run the print API",
+        ["print API"],
+        [("Serve", "print-api on port 8443"), ("Tokens", "clients must send a bearer token")],
+    )
+    caller = proc(
+        "b", "print shipping labels", ["print API"], [("Call", "POST print-api:8443/labels")]
+    )
+    result = assess(old, new, [caller])
+    assert [f.pattern for f in result.findings] == ["unmet_precondition"]
+    assert "clients must send a bearer token" in result.findings[0].detail
