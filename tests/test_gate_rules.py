@@ -750,3 +750,23 @@ def test_an_added_step_demands_what_its_declaring_clause_says_not_its_title() ->
     result = assess(old, new, [caller])
     assert [f.pattern for f in result.findings] == ["unmet_precondition"]
     assert "clients must send a bearer token" in result.findings[0].detail
+
+
+def test_an_added_option_that_destroys_what_the_dependent_uses() -> None:
+    old = proc(
+        "a", "refresh the media cache", ["media cache"], [("Sync", "mcache sync /srv/media")]
+    )
+    new = proc(
+        "a",
+        "refresh the media cache",
+        ["media cache"],
+        [("Sync", "mcache sync /srv/media --purge-thumbnails")],
+    )
+    gallery = proc(
+        "b", "render the gallery", ["media cache"], [("Read", "serve thumbnails from /srv/media")]
+    )
+    player = proc(
+        "b", "stream videos", ["media cache"], [("Read", "stream originals from /srv/media")]
+    )
+    assert verdict(old, new, gallery) == ["removed_output"]
+    assert "removed_output" not in verdict(old, new, player)

@@ -124,6 +124,7 @@ class _Reading:
             *prohibitions.violated_prohibitions(self.prohibitions, dependent, surface),
             *outputs.removed_outputs(old, new, dependent),
             *removed.removed_identifiers(old, new, dependent),
+            *removed.destructive_options(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),
