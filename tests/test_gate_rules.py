@@ -770,3 +770,18 @@ def test_an_added_option_that_destroys_what_the_dependent_uses() -> None:
     )
     assert verdict(old, new, gallery) == ["removed_output"]
     assert "removed_output" not in verdict(old, new, player)
+
+
+def test_a_step_moved_onto_the_dependents_clock_time_is_asked() -> None:
+    def rebuild(when: str) -> Procedure:
+        return proc("a", "rebuild the ledger indexes", ["ledger db"], [("Rebuild", when)])
+
+    old = rebuild("06:00: REINDEX the ledger tables, done by 07:00")
+    onto = rebuild("01:00: REINDEX the ledger tables, done by 03:00")
+    before = rebuild("01:00: REINDEX the ledger tables, done by 01:40")
+    export = proc(
+        "b", "export the ledger", ["ledger db"], [("Export", "02:00: dump the ledger tables")]
+    )
+    assert verdict(old, onto, export) == ["undecided:low_confidence"]
+    assert verdict(old, before, export) == []
+    assert settings_of_text("Saturday 01:00: REINDEX", "step 1") == []  # a time, no value

@@ -109,6 +109,8 @@ class _Reading:
         question = knowledge.undecided(old, new, dependent, surface)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
         linked = knowledge.linked(old, new, dependent, surface)
+        if linked:
+            question = question or order.moved_onto(old, new, dependent)
         question = question or exposure.undecided(old, new, dependent, examined, linked)
         return [], [question] if question else []
 

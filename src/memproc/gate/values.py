@@ -38,8 +38,9 @@ _ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
 # Several `key = value` settings on one line ("host = db1 port = 6379 timeout = 5"):
 # each value is one word, up to the next key.
 _PAIRS = re.compile(r"(?<![\w.\-/$])(?P<key>[A-Za-z_][\w.\-]*)\s*=\s*(?P<value>[^\s=]+)(?=\s|$)")
+# A time of day after a word ("Sunday 05:00") is a schedule, not a value.
 _NAME_NUMBER = re.compile(
-    r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])"
+    r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])(?!:\d\d)"
 )
 # Values that say nothing by themselves: a changed "true" is read through its key only.
 _PLAIN_VALUES = lx.words("true false yes no on off enabled disabled none null")
