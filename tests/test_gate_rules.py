@@ -785,3 +785,38 @@ def test_a_step_moved_onto_the_dependents_clock_time_is_asked() -> None:
     assert verdict(old, onto, export) == ["undecided:low_confidence"]
     assert verdict(old, before, export) == []
     assert settings_of_text("Saturday 01:00: REINDEX", "step 1") == []  # a time, no value
+
+
+def test_a_grant_narrowed_breaks_a_dependent_doing_an_action_left_out() -> None:
+    old = proc(
+        "a",
+        "manage the billing role",
+        ["billing_rw"],
+        [("Grant", "GRANT ALL PRIVILEGES ON SCHEMA billing TO billing_rw")],
+    )
+    new = proc(
+        "a",
+        "manage the billing role",
+        ["billing_rw"],
+        [("Grant", "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA billing TO billing_rw")],
+    )
+
+    def job(sql: str) -> Procedure:
+        return proc("b", "close the month", ["billing_rw"], [("Connect", "as billing_rw"), sql])
+
+    assert verdict(old, new, job("DELETE FROM billing.drafts WHERE age > 30")) == [
+        "tightened_limit"
+    ]
+    kept = job("INSERT INTO billing.closings SELECT * FROM billing.totals")
+    assert "tightened_limit" not in verdict(old, new, kept)
+
+
+def test_an_object_store_policy_narrowed_from_a_wildcard() -> None:
+    old = proc("a", "manage the sync key", ["sync-key"], [("Policy", "sync-key: gcs:* on media")])
+    new = proc(
+        "a", "manage the sync key", ["sync-key"], [("Policy", "sync-key: gcs:GetObject on media")]
+    )
+    uploader = proc(
+        "b", "upload renders", ["sync-key"], [("Upload", "gcs.put_object each render to media")]
+    )
+    assert verdict(old, new, uploader) == ["tightened_limit"]

@@ -17,6 +17,7 @@ from memproc.gate import (
     contracts,
     demands,
     exposure,
+    grants,
     knowledge,
     limits,
     measures,
@@ -136,6 +137,7 @@ class _Reading:
             *bounds.tightened_bounds(old, new, dependent),
             *measures.changed_measures(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
+            *grants.narrowed_grants(old, new, dependent),
         ]
 
 
