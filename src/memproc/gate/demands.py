@@ -351,7 +351,7 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
             continue
-        # The clause that declares it: a step's title ("Keys") is no demand by itself.
+        # The clause that declares it: a step's title ("Tokens") is no demand by itself.
         declaring = next(c for c in clauses if _declares_requirement([c]))
         d = demand(declaring.text, source)
         if d is None or already(d, old) or _notification(d):

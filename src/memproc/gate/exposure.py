@@ -108,7 +108,7 @@ def restrictions(old: Facts, revision: Facts) -> list[str]:
     `on`)."""
     found = []
     restrictive = {stem(w) for w in RESTRICTIVE_WORDS}
-    added = added_tokens(old, revision, polar=True)  # "so it is not blocked" closes nothing
+    added = added_tokens(old, revision, polar=True)  # "never denied" closes nothing
     found += sorted(t for t in added if t in restrictive)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = values.truth(change.old), values.truth(change.new)

@@ -2,11 +2,11 @@
 
 A grant is a step that gives a role, user or key permissions (a policy, a GRANT, an RBAC
 rule, an ACL). What it allows is read as kinds of action (read, list, write, update,
-delete) from the words and action names it lists (`s3:GetObject`, `GRANT SELECT, INSERT`,
-`verbs: [get, list]`); a wildcard (`s3:*`, `"*"`, `ALL PRIVILEGES`) allows every kind. The
+delete) from the words and action names it lists (`sqs:SendMessage`, `GRANT SELECT, INSERT`,
+`verbs: [get, list]`); a wildcard (`sqs:*`, `"*"`, `ALL PRIVILEGES`) allows every kind. The
 revision narrows it when a paired step now allows fewer kinds. A dependent sharing its
 surface breaks when one of its steps does a kind of action the grant no longer allows, on
-the service or resource the grant names (`s3.delete_objects`, `DELETE FROM ledger.rows`).
+the service or resource the grant names (`sqs.purge_queue`, `DELETE FROM ledger.rows`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _is_grant(text: str) -> bool:
 
 def _targets(text: str) -> set[str]:
     """What a grant is on: the services its action names are prefixed with (`s3:` in
-    `s3:GetObject`) and the names of its resources."""
+    `sqs:SendMessage`) and the names of its resources."""
     found = {m.lower() for m in re.findall(r"\b([a-z][a-z0-9-]*):(?=[A-Z*])", text)}
     for ident in identifiers.find(text):
         if ident.kind in identifiers.NAMING_KINDS:

@@ -112,8 +112,8 @@ def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> b
     break a dependent that reaches it only through the system the procedure runs ("operate
     the print queue" and a job that sends its labels to the queue), and the cost of a wide
     link is one question to the judge, never a quarantine by rule. A dependent that says it
-    keeps away from the revised system ("bypassing Squid", "instead of cron") is not linked
-    by words: what it does not use cannot break it."""
+    keeps away from the revised system ("goes around the cache", "instead of the queue") is
+    not linked by words: what it does not use cannot break it."""
     if surface.shared:
         return True
     if keeps_away(revision.procedure, dependent):
@@ -147,7 +147,7 @@ def dependent_words(dependent: Facts) -> set[str]:
     found = {w for label in _labels(dependent.procedure) for w in norm_entity(label).split()}
     for clause in dependent.clauses:
         for token in clause.tokens:
-            if not token.negated:  # "skip the proxy" does not use it
+            if not token.negated:  # "without the broker" does not use it
                 found |= set(norm_entity(token.text).split())
     return found
 
@@ -204,8 +204,8 @@ def relied_on_values(
 
 
 def turned_off(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
-    """The revision turns on a setting that requires something (`force_ssl: 0 -> 1`), and the
-    dependent turns that very thing off in its own settings (`sslmode=disable`): it worked
+    """The revision turns on a setting that requires something (`require_tls: off -> on`),
+    and the dependent turns that very thing off in its own settings (`tls=false`): it worked
     only because the requirement was off."""
     theirs = [s for s in values.settings(dependent.procedure) if values.truth(s.value) is False]
     findings = []

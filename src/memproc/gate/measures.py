@@ -8,8 +8,8 @@ dimension on both sides:
 - the dependent states a bound ("rated up to 40 kW", "at least 44.1 kHz") that the old value
   kept and the new one does not;
 - the dependent names the old value itself ("expects 230 V") and not the new one;
-- the revision states the same quantity in another unit ("published in MWh", was "in kWh")
-  and the dependent reads it in the old unit (`price_per_kWh`).
+- the revision states the same quantity in another unit ("reported in MWh", was "in kWh")
+  and the dependent reads it in the old unit (`cost_eur_per_kWh`).
 
 A value restated in another unit (1500 W as 1.5 kW) is no change.
 
@@ -190,7 +190,7 @@ def _step_changes(before: str, after: str, where: str) -> list[Change]:
 
 
 def _distinct(found: Iterable[Measure]) -> list[Measure]:
-    """One quantity per value: a step may repeat its new value ("8 kHz ... is 8 kHz anyway")."""
+    """One quantity per value: a step may repeat its new value ("at 2 bar ... 2 bar is enough")."""
     return list({round(q.value, 9): q for q in found}.values())
 
 

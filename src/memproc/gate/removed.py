@@ -260,7 +260,7 @@ _DESTROYING = lx.words(
 
 def destructive_options(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     """An option the revision adds to a command whose name destroys something
-    (`--delete-emptydir-data`, `--purge-cache`), and names what it destroys in words the
+    (`--delete-local-volumes`, `--purge-cache`), and names what it destroys in words the
     dependent uses: what the dependent keeps there is gone after the new command runs."""
     before = {i.norm for i in old.identifiers if i.kind == "flag"}
     theirs = _words_used(dependent)

@@ -38,7 +38,7 @@ _ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
 # Several `key = value` settings on one line ("host = db1 port = 6379 timeout = 5"):
 # each value is one word, up to the next key.
 _PAIRS = re.compile(r"(?<![\w.\-/$])(?P<key>[A-Za-z_][\w.\-]*)\s*=\s*(?P<value>[^\s=]+)(?=\s|$)")
-# A time of day after a word ("Sunday 05:00") is a schedule, not a value.
+# A time of day after a word ("Friday 23:30") is a schedule, not a value.
 _NAME_NUMBER = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])(?!:\d\d)"
 )
@@ -200,7 +200,7 @@ _FALSE = lx.words("false no off disabled disable 0 none")
 
 def truth(value: str) -> bool | None:
     """A value read as a boolean, however the format spells it; None if it is not one. A
-    remark after the value ("1 (per the audit)", "off # for now") is not part of it."""
+    remark after the value ("1 (since March)", "off # for now") is not part of it."""
     words = re.split(r"\s+[#(]|\s+--\s", value.strip(), maxsplit=1)
     word = words[0].strip().strip("'\"`").lower()
     return True if word in _TRUE else False if word in _FALSE else None
