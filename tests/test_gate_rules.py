@@ -820,3 +820,19 @@ def test_an_object_store_policy_narrowed_from_a_wildcard() -> None:
         "b", "upload renders", ["sync-key"], [("Upload", "gcs.put_object each render to media")]
     )
     assert verdict(old, new, uploader) == ["tightened_limit"]
+
+
+def test_a_step_that_stops_deleting_rows_is_no_narrowed_grant() -> None:
+    old = proc(
+        "a",
+        "load the user table",
+        ["crm db"],
+        [("Load", "INSERT each new user into crm.users and DELETE the stale ones")],
+    )
+    new = proc(
+        "a", "load the user table", ["crm db"], [("Load", "INSERT each new user into crm.users")]
+    )
+    cleaner = proc(
+        "b", "purge leavers", ["crm db"], [("Purge", "DELETE FROM crm.users WHERE left")]
+    )
+    assert "tightened_limit" not in verdict(old, new, cleaner)

@@ -27,9 +27,12 @@ ACTION_KINDS: dict[str, frozenset[str]] = {
     "update": lx.words("update patch modify alter"),
     "delete": lx.words("delete remove drop purge truncate"),
 }
-# Words that make a step a grant (access control vocabulary).
-GRANT_WORDS = lx.PERMISSION_SUBJECTS | lx.words(
-    "grant grants granted allow allows allowed privilege privileges verbs actions acl rbac"
+# Words that make a step a grant (access control vocabulary: SQL's GRANT and privileges,
+# cloud IAM policies and roles, RBAC verbs, ACLs). A user, key or table named in passing
+# does not make a step about loading rows a grant.
+GRANT_WORDS = lx.words(
+    """grant grants granted allow allows allowed privilege privileges permission permissions
+    policy policies role roles verbs actions acl acls rbac iam"""
 )
 _WILDCARD = re.compile(r"(?:\w:\*(?![\w/])|[\"']\*[\"']|\ball\s+privileges\b)", re.I)
 _WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
