@@ -836,3 +836,17 @@ def test_a_step_that_stops_deleting_rows_is_no_narrowed_grant() -> None:
         "b", "purge leavers", ["crm db"], [("Purge", "DELETE FROM crm.users WHERE left")]
     )
     assert "tightened_limit" not in verdict(old, new, cleaner)
+
+
+def test_an_option_that_says_when_it_deletes_names_nothing_destroyed() -> None:
+    old = proc("a", "mirror the docs", ["docs mirror"], [("Sync", "rsync -a site/ /srv/docs/")])
+    new = proc(
+        "a",
+        "mirror the docs",
+        ["docs mirror"],
+        [("Sync", "rsync -a --delete-after site/ /srv/docs/")],
+    )
+    reader = proc(
+        "b", "index the docs", ["docs mirror"], [("Index", "after each sync, index /srv/docs/")]
+    )
+    assert "removed_output" not in verdict(old, new, reader)

@@ -258,6 +258,17 @@ _DESTROYING = lx.words(
 )
 
 
+# Words in such an option that say when or which, not what (`--delete-after`,
+# `--prune-stale`, `--purge-older-than`): English temporal connectives and the qualifiers
+# rsync, git, docker and package managers give their destructive options.
+_NOT_OBJECTS = (
+    _DESTROYING
+    | lx.ANCHORS
+    | lx.NEGATION_STOPS
+    | lx.words("older newer empty unused stale missing extraneous excluded orphaned dangling")
+)
+
+
 def destructive_options(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     """An option the revision adds to a command whose name destroys something
     (`--delete-local-volumes`, `--purge-cache`), and names what it destroys in words the
@@ -270,7 +281,7 @@ def destructive_options(old: Facts, revision: Facts, dependent: Facts) -> list[F
         words = [w for w in re.split(r"[-_=]+", ident.norm) if w]
         if not set(words) & _DESTROYING:
             continue
-        objects = [w for w in words if w not in _DESTROYING and len(w) > 3 and w in theirs]
+        objects = [w for w in words if w not in _NOT_OBJECTS and len(w) > 3 and w in theirs]
         if objects:
             return [_destroyed(dependent, ident, objects)]
     return []
