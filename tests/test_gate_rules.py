@@ -850,3 +850,9 @@ def test_an_option_that_says_when_it_deletes_names_nothing_destroyed() -> None:
         "b", "index the docs", ["docs mirror"], [("Index", "after each sync, index /srv/docs/")]
     )
     assert "removed_output" not in verdict(old, new, reader)
+
+
+def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
+    raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
+    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == []
+    assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]

@@ -112,6 +112,7 @@ class Measure:
     value: float  # in the dimension's base unit
     text: str
     unit: str
+    start: int = 0  # where it stands in the text read
 
 
 def quantities(text: str) -> list[Measure]:
@@ -121,7 +122,7 @@ def quantities(text: str) -> list[Measure]:
         number, symbol = match.groups()
         unit = UNITS[symbol]
         value = float(number.replace(",", "")) * unit.factor + unit.offset
-        found.append(Measure(unit.dimension, value, match.group(0), symbol))
+        found.append(Measure(unit.dimension, value, match.group(0), symbol, match.start()))
     return found
 
 
@@ -216,22 +217,34 @@ def changed_measures(old: Facts, revision: Facts, dependent: Facts) -> list[Find
 def _reads(change: Change, text: str) -> str | None:
     """What in `text` the change breaks, in words, or None."""
     if change.old is not None and change.new is not None:
+        old, new = change.old.value, change.new.value
         mine = [q for q in quantities(text) if q.dimension == change.dimension]
-        limit = bounds.direction(bounds.prose_words(text), text)
-        for q in mine:
-            if limit == "upper" and change.old.value <= q.value < change.new.value:
-                return f"the dependent allows at most {q.text}"
-            if limit == "lower" and change.new.value < q.value <= change.old.value:
-                return f"the dependent needs at least {q.text}"
         values = {round(q.value, 9) for q in mine}
-        named_old = round(change.old.value, 9) in values
-        if limit is None and named_old and round(change.new.value, 9) not in values:
-            return f"the dependent relies on {change.old.text}"
+        for q in mine:
+            limit = _bound_of(text, q)
+            if limit == "upper" and old <= q.value < new:
+                return f"the dependent allows at most {q.text}"
+            if limit == "lower" and new < q.value <= old:
+                return f"the dependent needs at least {q.text}"
+            named_old = limit is None and round(q.value, 9) == round(old, 9)
+            if named_old and round(new, 9) not in values:
+                return f"the dependent relies on {change.old.text}"
         return None
     named = unit_mentions(text).get(change.dimension, set())
     if named & change.old_units and not named & change.new_units:
         return f"the dependent reads it in {'/'.join(sorted(named & change.old_units))}"
     return None
+
+
+# How far before a quantity its bound words may stand ("validated for speeds up to 2 m/s").
+_BOUND_REACH = 40
+
+
+def _bound_of(text: str, q: Measure) -> bounds.Direction | None:
+    """Whether the quantity is stated as a bound: bound words just before it, in its clause
+    ("rated up to 8 bar"), not anywhere in the step ("11 kW for up to 2 hours")."""
+    before = re.split(r"[;|]|\.\s", text[max(0, q.start - _BOUND_REACH) : q.start])[-1]
+    return bounds.direction(bounds.prose_words(before), before)
 
 
 def _finding(dependent: Facts, change: Change, said: str) -> Finding:
