@@ -6,6 +6,7 @@ prohibitions, the reach of a demand, and what only domain knowledge can judge.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,10 +15,11 @@ from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
 from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
+from memproc.gate.measures import changes as measure_changes
 from memproc.gate.names import same_system
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
-from memproc.gate.values import changed, settings_of_text
+from memproc.gate.values import changed, settings_of_text, truth
 
 
 def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: Any) -> Procedure:
@@ -524,3 +526,333 @@ def test_a_revision_that_closes_something_asks_about_a_linked_dependent() -> Non
 def test_a_procedure_is_filed_under_the_words_of_its_name() -> None:
     dependent = proc("b", "post web orders to the ledger", ["shop"], [("Post", "POST each order")])
     assert "term:ledger" in index_keys(dependent)
+
+
+def test_one_shared_word_of_an_edit_is_no_exposure_but_two_are() -> None:
+    old = proc(
+        "a",
+        "sweep the scratch volume",
+        ["scratch volume"],
+        [
+            ("Sweep", "find /scratch -mtime +3 -delete"),
+            ("Report", "mail the weekly totals to finance on Monday"),
+        ],
+    )
+    new = proc(
+        "a",
+        "sweep the scratch volume",
+        ["scratch volume"],
+        [
+            ("Sweep", "find /scratch -mtime +3 -delete"),
+            ("Report", "mail the weekly totals to finance and audit on Friday"),
+        ],
+    )
+    one_word = proc("b", "plan the lab rota", ["rota"], [("Draft", "the /scratch rota for Friday")])
+    assert verdict(old, new, one_word) == []
+    two_words = proc(
+        "b", "plan the lab rota", ["rota"], [("Read", "the /scratch audit log every Friday")]
+    )
+    assert verdict(old, new, two_words) == ["undecided:low_confidence"]
+
+
+def test_the_revised_systems_own_name_is_no_exposure() -> None:
+    old = proc("a", "manage Vault keys", ["Vault"], [("Key", "transit/keys/app-a, rotation off")])
+    new = proc(
+        "a", "manage Vault keys", ["Vault"], [("Key", "transit/keys/app-a: vault write rotate")]
+    )
+    other_key = proc(
+        "b", "sign invoices", ["Vault"], [("Sign", "vault write transit/sign/invoices")]
+    )
+    assert verdict(old, new, other_key) == []
+
+
+def test_a_negated_restrictive_word_closes_nothing() -> None:
+    old = proc("a", "run the web crawler", ["crawler"], [("Crawl", "crawl partner sites nightly")])
+    allowed = proc(
+        "a",
+        "run the web crawler",
+        ["crawler"],
+        [("Crawl", "crawl partner sites nightly")],
+        preconditions=["the crawler's address is on the partners' allowlist; they never block it"],
+    )
+    closed = proc(
+        "a",
+        "run the web crawler",
+        ["crawler"],
+        [("Crawl", "crawl partner sites nightly; robots.txt is enforced")],
+    )
+    dependent = proc(
+        "b",
+        "index crawled pages",
+        ["search index"],
+        [("Index", "index what the web crawler fetched")],
+    )
+    assert verdict(old, allowed, dependent) == []
+    assert verdict(old, closed, dependent) == ["undecided:low_confidence"]
+
+
+def test_a_dependent_that_keeps_away_from_the_revised_system_is_not_linked_by_words() -> None:
+    old = proc(
+        "a", "run the object cache", ["Varnish"], [("Serve", "Varnish in front of the shop")]
+    )
+    new = proc(
+        "a",
+        "run the object cache",
+        ["Varnish"],
+        [("Serve", "Varnish in front of the shop; purge requests are denied")],
+    )
+    around = proc(
+        "b",
+        "refresh the shop catalogue",
+        ["catalogue"],
+        [
+            (
+                "Fetch",
+                "read it from the origin, bypassing Varnish; the app keeps its own cache",
+            )
+        ],
+    )
+    through = proc(
+        "b",
+        "refresh the shop catalogue",
+        ["catalogue"],
+        [("Fetch", "read the catalogue through Varnish")],
+    )
+    assert verdict(old, new, around) == []
+    assert verdict(old, new, through) == ["undecided:low_confidence"]
+
+
+def _measured(old_detail: str, new_detail: str, dependent_detail: str) -> list[str]:
+    old = proc("a", "run the paint shop", ["paint shop"], [("Supply", old_detail)])
+    new = proc("a", "run the paint shop", ["paint shop"], [("Supply", new_detail)])
+    dependent = proc("b", "spray body panels", ["paint shop"], [("Spray", dependent_detail)])
+    return verdict(old, new, dependent)
+
+
+def test_a_measured_value_past_a_bound_the_dependent_states() -> None:
+    raised = ("compressor outlet at 6 bar", "compressor outlet at 9 bar")
+    assert _measured(*raised, "the booth regulator is rated up to 8 bar") == ["changed_value"]
+    assert _measured(*raised, "the booth regulator is rated up to 10 bar") == []
+    cooled = ("booth air at 24 °C", "booth air at 15 °C")
+    assert _measured(*cooled, "the primer cures at no less than 18 °C") == ["changed_value"]
+
+
+def test_a_measured_value_the_dependent_names_or_reads_in_the_old_unit() -> None:
+    lowered = ("spray guns fed at 48 kHz ultrasonic", "spray guns fed at 40 kHz ultrasonic")
+    assert _measured(*lowered, "the nozzle controller expects 48 kHz") == ["changed_value"]
+    assert _measured(*lowered, "the nozzle controller accepts any drive") == []
+    unit = ("the line's power draw is logged in kW", "the line's power draw is logged in MW")
+    assert _measured(*unit, "the cost sheet multiplies draw by eur_per_kW") == ["changed_value"]
+
+
+def test_a_measured_value_restated_in_another_unit_is_no_change() -> None:
+    old = proc("a", "run ovens", ["oven"], [("Heat", "each oven draws 1500 W")])
+    new = proc("a", "run ovens", ["oven"], [("Heat", "each oven draws 1.5 kW (per the new spec)")])
+    assert measure_changes(old, new) == []
+    assert [
+        c.dimension
+        for c in measure_changes(old, replace(new, steps=(Step("Heat", "each oven draws 2 kW"),)))
+    ] == ["power"]
+
+
+def test_a_dependent_step_that_opens_with_its_time_of_day_runs_then() -> None:
+    old = proc(
+        "a",
+        "print the morning edition",
+        ["press hall"],
+        [("Plate", "22:30: plates imaged"), ("Print", "run the press; bundles ready by 03:00")],
+    )
+    new = proc(
+        "a",
+        "print the morning edition",
+        ["press hall"],
+        [
+            ("Plate", "22:30: plates imaged"),
+            ("Print", "run the press; bundles ready by 05:15 with the late sports insert"),
+        ],
+    )
+    van = proc(
+        "b",
+        "deliver newspaper bundles",
+        ["press hall"],
+        [("Load", "04:30: drivers load the bundles onto the vans"), ("Drive", "to shops")],
+    )
+    assert verdict(old, new, van) == ["later_output"]
+    early_van = replace(van, steps=(Step("Load", "05:30: drivers load the bundles onto the vans"),))
+    assert verdict(old, new, early_van) == []
+
+
+def test_a_name_dropped_from_a_quoted_list_breaks_its_reader_only() -> None:
+    old = proc(
+        "a",
+        "instrument the queue worker",
+        ["queue worker"],
+        [("Count", "Histogram('job_seconds', 'Job time', ['queue', 'priority']) in the worker")],
+    )
+    new = proc(
+        "a",
+        "instrument the queue worker",
+        ["queue worker"],
+        [("Count", "Histogram('job_seconds', 'Job time', ['queue']) in the worker")],
+    )
+    reader = proc(
+        "b", "chart slow jobs", ["Grafana"], ['plot job_seconds{priority="high"} per hour']
+    )
+    other = proc("c", "chart queues", ["Grafana"], ['plot job_seconds{queue="mail"} per hour'])
+    assert verdict(old, new, reader) == ["removed_output"]
+    assert verdict(old, new, other) == []
+    assert [i.norm for i in find("fields ['sku', 'qty'] and [1, 2]") if i.kind == "member"] == [
+        "sku",
+        "qty",
+    ]
+
+
+def test_an_option_with_its_value_attached_takes_no_operand_as_value() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("tail -n20 'worker' app.log", "step 1")}
+    assert read == {("n", "20")}
+    old = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'timeout' /var/log/app.log")])
+    new = proc("a", "watch logs", ["app"], [("Tail", "grep -C2 'refused' /var/log/app.log")])
+    assert changed(old, new) == []
+
+
+def test_a_setting_inside_a_named_group_and_a_remark_after_a_boolean() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("pool-b: max_conn = 80", "step 1")}
+    assert ("max_conn", "80") in read
+    old = proc("a", "tune broker", ["broker"], [("Set", "broker-a: require_tls = 0")])
+    new = proc("a", "tune broker", ["broker"], [("Set", "broker-a: require_tls = 1 (since March)")])
+    assert any(c.key == "require_tls" for c in changed(old, new))
+    assert truth("1 (since March)") is True and truth("off # until March") is False
+
+
+def test_a_requirement_turned_on_breaks_a_dependent_that_turns_it_off() -> None:
+    old = proc("a", "configure the mail relay", ["relay"], [("Set", "relay.require_tls = false")])
+    new = proc("a", "configure the mail relay", ["relay"], [("Set", "relay.require_tls = true")])
+
+    def sender(setting: str) -> Procedure:
+        return proc("b", "send invoices", ["relay"], [("Send", f"mailer.ini: {setting}")])
+
+    assert verdict(old, new, sender("tls_enabled = no")) == ["changed_value"]
+    assert "changed_value" not in verdict(old, new, sender("tls_enabled = yes"))
+    assert "changed_value" not in verdict(old, new, sender("force_ipv4 = false"))
+
+
+def test_an_added_step_demands_what_its_declaring_clause_says_not_its_title() -> None:
+    old = proc("a", "run the print API", ["print API"], [("Serve", "print-api on port 8443")])
+    new = proc(
+        "a",
+        "run the print API",
+        ["print API"],
+        [("Serve", "print-api on port 8443"), ("Tokens", "clients must send a bearer token")],
+    )
+    caller = proc(
+        "b", "print shipping labels", ["print API"], [("Call", "POST print-api:8443/labels")]
+    )
+    result = assess(old, new, [caller])
+    assert [f.pattern for f in result.findings] == ["unmet_precondition"]
+    assert "clients must send a bearer token" in result.findings[0].detail
+
+
+def test_an_added_option_that_destroys_what_the_dependent_uses() -> None:
+    old = proc(
+        "a", "refresh the media cache", ["media cache"], [("Sync", "mcache sync /srv/media")]
+    )
+    new = proc(
+        "a",
+        "refresh the media cache",
+        ["media cache"],
+        [("Sync", "mcache sync /srv/media --purge-thumbnails")],
+    )
+    gallery = proc(
+        "b", "render the gallery", ["media cache"], [("Read", "serve thumbnails from /srv/media")]
+    )
+    player = proc(
+        "b", "stream videos", ["media cache"], [("Read", "stream originals from /srv/media")]
+    )
+    assert verdict(old, new, gallery) == ["removed_output"]
+    assert "removed_output" not in verdict(old, new, player)
+
+
+def test_a_step_moved_onto_the_dependents_clock_time_is_asked() -> None:
+    def rebuild(when: str) -> Procedure:
+        return proc("a", "rebuild the ledger indexes", ["ledger db"], [("Rebuild", when)])
+
+    old = rebuild("06:00: REINDEX the ledger tables, done by 07:00")
+    onto = rebuild("01:00: REINDEX the ledger tables, done by 03:00")
+    before = rebuild("01:00: REINDEX the ledger tables, done by 01:40")
+    export = proc(
+        "b", "export the ledger", ["ledger db"], [("Export", "02:00: dump the ledger tables")]
+    )
+    assert verdict(old, onto, export) == ["undecided:low_confidence"]
+    assert verdict(old, before, export) == []
+    assert settings_of_text("Saturday 01:00: REINDEX", "step 1") == []  # a time, no value
+
+
+def test_a_grant_narrowed_breaks_a_dependent_doing_an_action_left_out() -> None:
+    old = proc(
+        "a",
+        "manage the billing role",
+        ["billing_rw"],
+        [("Grant", "GRANT ALL PRIVILEGES ON SCHEMA billing TO billing_rw")],
+    )
+    new = proc(
+        "a",
+        "manage the billing role",
+        ["billing_rw"],
+        [("Grant", "GRANT SELECT, INSERT ON billing.drafts, billing.closings TO billing_rw")],
+    )
+
+    def job(sql: str) -> Procedure:
+        return proc("b", "close the month", ["billing_rw"], [("Connect", "as billing_rw"), sql])
+
+    assert verdict(old, new, job("DELETE FROM billing.drafts WHERE age > 30")) == [
+        "tightened_limit"
+    ]
+    kept = job("INSERT INTO billing.closings SELECT * FROM billing.totals")
+    assert "tightened_limit" not in verdict(old, new, kept)
+
+
+def test_an_object_store_policy_narrowed_from_a_wildcard() -> None:
+    old = proc("a", "manage the sync key", ["sync-key"], [("Policy", "sync-key: gcs:* on media")])
+    new = proc(
+        "a", "manage the sync key", ["sync-key"], [("Policy", "sync-key: gcs:GetObject on media")]
+    )
+    uploader = proc(
+        "b", "upload renders", ["sync-key"], [("Upload", "gcs.put_object each render to media")]
+    )
+    assert verdict(old, new, uploader) == ["tightened_limit"]
+
+
+def test_a_step_that_stops_deleting_rows_is_no_narrowed_grant() -> None:
+    old = proc(
+        "a",
+        "load the user table",
+        ["crm db"],
+        [("Load", "INSERT each new user into crm.users and DELETE the stale ones")],
+    )
+    new = proc(
+        "a", "load the user table", ["crm db"], [("Load", "INSERT each new user into crm.users")]
+    )
+    cleaner = proc(
+        "b", "purge leavers", ["crm db"], [("Purge", "DELETE FROM crm.users WHERE left")]
+    )
+    assert "tightened_limit" not in verdict(old, new, cleaner)
+
+
+def test_an_option_that_says_when_it_deletes_names_nothing_destroyed() -> None:
+    old = proc("a", "mirror the docs", ["docs mirror"], [("Sync", "rsync -a site/ /srv/docs/")])
+    new = proc(
+        "a",
+        "mirror the docs",
+        ["docs mirror"],
+        [("Sync", "rsync -a --delete-after site/ /srv/docs/")],
+    )
+    reader = proc(
+        "b", "index the docs", ["docs mirror"], [("Index", "after each sync, index /srv/docs/")]
+    )
+    assert "removed_output" not in verdict(old, new, reader)
+
+
+def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
+    raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
+    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == []
+    assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]

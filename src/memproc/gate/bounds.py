@@ -121,13 +121,13 @@ def _from_preconditions(old: Procedure, revision: Procedure) -> list[Bound]:
     old_texts = set(old.preconditions)
     old_limits: dict[str, units.Quantity] = {}
     for text in old.preconditions:
-        d = direction(_prose_words(text), text)
+        d = direction(prose_words(text), text)
         for dimension, q in _largest(text, _about_length(text)).items():
             if d is not None:
                 old_limits[dimension] = q
     found = []
     for number, text in enumerate(revision.preconditions, start=1):
-        d = direction(_prose_words(text), text)
+        d = direction(prose_words(text), text)
         if text in old_texts or d is None:
             continue
         for dimension, new_q in _largest(text, _about_length(text)).items():
@@ -172,7 +172,7 @@ def _from_steps(old: Procedure, revision: Procedure) -> list[Bound]:
         before, after = _text(old.steps[i]), _text(revision.steps[j])
         if before == after:
             continue
-        d = direction(_prose_words(after), after)
+        d = direction(prose_words(after), after)
         if d is None:
             continue
         for old_q, new_q in _same_dimension(before, after):
@@ -182,7 +182,7 @@ def _from_steps(old: Procedure, revision: Procedure) -> list[Bound]:
     return found
 
 
-def _prose_words(text: str) -> list[str]:
+def prose_words(text: str) -> list[str]:
     """The words of a sentence without its quantities: "20 jobs/min" holds no "min"."""
     text = re.sub(r"\d+(?:[.,]\d+)?\s*[a-z]*", " ", text.lower())
     text = re.sub(

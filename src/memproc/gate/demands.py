@@ -351,7 +351,9 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
             continue
-        d = demand(clauses[0].text, source)
+        # The clause that declares it: a step's title ("Tokens") is no demand by itself.
+        declaring = next(c for c in clauses if _declares_requirement([c]))
+        d = demand(declaring.text, source)
         if d is None or already(d, old) or _notification(d):
             continue
         if not any(meets(e, d.terms) for e in explicit):

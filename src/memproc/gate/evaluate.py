@@ -17,8 +17,10 @@ from memproc.gate import (
     contracts,
     demands,
     exposure,
+    grants,
     knowledge,
     limits,
+    measures,
     order,
     outputs,
     prohibitions,
@@ -98,6 +100,8 @@ class _Reading:
                 findings = order.finishes_later(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
+        if not findings and knowledge.linked(old, new, dependent, surface):
+            findings = knowledge.turned_off(old, new, dependent)
         confident = [f for f in findings if not demands.reach_unstated(f)]
         if confident:
             return findings, []
@@ -106,6 +110,8 @@ class _Reading:
         question = knowledge.undecided(old, new, dependent, surface)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
         linked = knowledge.linked(old, new, dependent, surface)
+        if linked:
+            question = question or order.moved_onto(old, new, dependent)
         question = question or exposure.undecided(old, new, dependent, examined, linked)
         return [], [question] if question else []
 
@@ -121,6 +127,7 @@ class _Reading:
             *prohibitions.violated_prohibitions(self.prohibitions, dependent, surface),
             *outputs.removed_outputs(old, new, dependent),
             *removed.removed_identifiers(old, new, dependent),
+            *removed.destructive_options(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),
@@ -128,7 +135,9 @@ class _Reading:
             *order.finishes_later(old, new, dependent),
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
+            *measures.changed_measures(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
+            *grants.narrowed_grants(old, new, dependent),
         ]
 
 

@@ -9,6 +9,11 @@ the revision added, edited or removed share with the dependent's steps an identi
 system's name, or several content words? If so, the pair is undecided ("low_confidence"):
 the client's judge decides it, or the configured policy (quarantine for review).
 
+One shared word is not exposure: a time word, a tool both happen to run, a schema both name
+in passing. It takes an identifier, or two content words or more beside the words of the
+revised system's own name (every procedure about that system holds those, whatever the
+revision changed).
+
 Why the changed units and not the whole procedures: two procedures about the same system
 share words whatever the revision does. Only a dependent that touches the edited text itself
 can be broken by the edit, and a revision that rewords nothing a dependent touches leaves it
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from memproc.gate import lexicon as lx
 from memproc.gate import values
 from memproc.gate.facts import Facts, demand_texts
+from memproc.gate.identifiers import Identifier
 from memproc.gate.identifiers import find as find_identifiers
 from memproc.gate.identifiers import normalize as normalize_identifier
 from memproc.gate.model import Undecided
@@ -61,11 +67,7 @@ def _key(text: str) -> str:
 def content_tokens(text: str) -> set[str]:
     """Identifiers and content stems: what a unit is about, without its function words and
     the verbs of doing in general ("run", "use", "check")."""
-    found = {
-        normalize_identifier(i.text)
-        for i in find_identifiers(text)
-        if i.kind not in _WEAK_IDENTIFIER_KINDS and len(i.norm) > 2
-    }
+    found = {normalize_identifier(i.text) for i in _strong(text)}
     generic = {stem(v) for v in lx.GENERIC_VERBS}
     for clause in split_clauses(text, "", 0):
         found |= {s for s in clause.stems() if len(s) > 2 and s not in generic}
@@ -86,14 +88,16 @@ def _plain(tokens: set[str]) -> set[str]:
     return {t.removeprefix(_NOT) for t in tokens}
 
 
-# Words that close, require or narrow something (access control and transport security
-# vocabulary: RFC 2119's "required", POSIX's "read-only", TLS and authentication terms).
-RESTRICTIVE_WORDS = lx.words(
+# Words that close, require or narrow something (access control vocabulary: RFC 2119's
+# "required", POSIX's "read-only"), and the transport security terms that a setting turned on
+# requires of every client (TLS and signing terms).
+RESTRICTING_WORDS = lx.words(
     """read-only readonly require requires required enforce enforces enforced force forced
     forces mandatory only deny denies denied disable disables disabled block blocks blocked
-    reject rejects rejected forbid forbids forbidden restrict restricts restricted private
-    tls ssl https encrypt encrypted encryption signing signed mtls starttls"""
+    reject rejects rejected forbid forbids forbidden restrict restricts restricted private"""
 )
+SECURITY_TERMS = lx.words("tls ssl https encrypt encrypted encryption signing signed mtls starttls")
+RESTRICTIVE_WORDS = RESTRICTING_WORDS | SECURITY_TERMS
 # Setting words that open something when true ("publicRead", "allow_anonymous").
 PERMISSIVE_WORDS = lx.words("public allow allowed anonymous plain plaintext insecure bypass")
 
@@ -104,7 +108,7 @@ def restrictions(old: Facts, revision: Facts) -> list[str]:
     `on`)."""
     found = []
     restrictive = {stem(w) for w in RESTRICTIVE_WORDS}
-    added = added_tokens(old, revision)
+    added = added_tokens(old, revision, polar=True)  # "never denied" closes nothing
     found += sorted(t for t in added if t in restrictive)
     for change in values.changed(old.procedure, revision.procedure):
         before, after = values.truth(change.old), values.truth(change.new)
@@ -116,16 +120,18 @@ def restrictions(old: Facts, revision: Facts) -> list[str]:
     return found
 
 
-def added_tokens(old: Facts, revision: Facts) -> set[str]:
-    """The tokens a revision's new or edited units hold that their old counterparts did not."""
+def added_tokens(old: Facts, revision: Facts, polar: bool = False) -> set[str]:
+    """The tokens a revision's new or edited units hold that their old counterparts did not;
+    `polar`: a negated word keeps its mark ("not block")."""
+    keep = (lambda tokens: tokens) if polar else _plain
     old_texts = [u.text for u in _units(old) if u.text.strip()]
-    old_tokens = [_plain(content_tokens(t)) for t in old_texts]
+    old_tokens = [keep(content_tokens(t)) for t in old_texts]
     before = {_key(t) for t in old_texts}
     found: set[str] = set()
     for unit in _units(revision):
         if not unit.text.strip() or _key(unit.text) in before:
             continue
-        mine = _plain(content_tokens(unit.text))
+        mine = keep(content_tokens(unit.text))
         counterpart = max(old_tokens, key=lambda theirs: _overlap(mine, theirs), default=set())
         found |= mine - counterpart
     return found
@@ -162,15 +168,23 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+# Shared content words, beside identifiers, that make a dependent exposed to an edit.
+MIN_SHARED_WORDS = 2
+
+
 @dataclass(frozen=True)
 class Exposure:
-    """The changed tokens the dependent's own text holds."""
+    """The changed tokens the dependent's own text holds; `named` those that are identifiers
+    and `own` the words of the revised system's own name."""
 
     shared: frozenset[str]
+    named: frozenset[str] = frozenset()
+    own: frozenset[str] = frozenset()
 
     @property
     def exposed(self) -> bool:
-        return bool(self.shared)
+        words = self.shared - self.named - self.own
+        return bool(self.shared & self.named) or len(words) >= MIN_SHARED_WORDS
 
     def describe(self) -> str:
         return ", ".join(sorted(self.shared))
@@ -188,7 +202,24 @@ def exposure(
     decided: set[str] = set()
     for text in examined:
         decided |= _plain(content_tokens(text))
-    return Exposure(frozenset((changed_tokens(old, revision) - decided) & theirs))
+    shared = frozenset((changed_tokens(old, revision) - decided) & theirs)
+    named = {normalize_identifier(i.text) for u in _units(dependent) for i in _strong(u.text)}
+    return Exposure(shared, frozenset(shared & named), frozenset(shared & own_words(revision)))
+
+
+def _strong(text: str) -> list[Identifier]:
+    """Identifiers specific enough to link two procedures by themselves."""
+    return [
+        i
+        for i in find_identifiers(text)
+        if i.kind not in _WEAK_IDENTIFIER_KINDS and len(i.norm) > 2
+    ]
+
+
+def own_words(facts: Facts) -> set[str]:
+    """The stems of the procedure's declared entity names: what it runs on, not what it did."""
+    labels = " ".join((*facts.procedure.entity_names, *facts.procedure.aliases))
+    return {s for c in split_clauses(labels, "", 0) for s in c.stems()}
 
 
 def undecided(

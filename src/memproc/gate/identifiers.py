@@ -8,7 +8,8 @@ names by their shape alone (no word lists): URLs and the hosts in them, paths (w
 matches `audit-2024`), dotted names, snake_case, camelCase and PascalCase (a PascalCase
 word may also be a brand), kebab-case names holding a digit and Header-Case names,
 environment variables, flags, `key=value` keys, image names, and the members of a brace list
-(`queue_depth{region, tier}`: `tier` is a member of the metric).
+(`queue_depth{region, tier}`: `tier` is a member of the metric) or of a list of quoted names
+(`['region', 'tier']`, as code declares labels and columns).
 
 Normalized forms compare case-insensitively with `-` and `_` alike, so `X-Request-Id` and
 `x_request_id` are one name.
@@ -44,6 +45,9 @@ _ENV = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*")
 _KEY = re.compile(r"(?<![\w.$-])([A-Za-z_][\w.-]*)\s*(?:=~|!=|==|=(?!=)|:(?=\s))")
 _BRACES = re.compile(r"(?:(?<![\w.])([A-Za-z_][\w.]*))?\s*\{([^{}]*)\}")
+# A list of quoted names, as code writes label or column lists: `['region', 'tier']`.
+_QUOTED_LIST = re.compile(r"\[([^\[\]]*)\]")
+_QUOTED_NAME = re.compile(r"""['"]([A-Za-z_][\w.-]*)['"]""")
 _BY_LIST = re.compile(r"\b(?:by|without|on|group_left|group_right)\s*\(([^()]*)\)", re.I)
 _TEMPLATE = re.compile(r"\{[^{}/]*\}|<[^<>/]*>|(?<=/):[A-Za-z_]\w*|\$\{?[A-Za-z_]\w*\}?")
 _PARTS = re.compile(r"[./]")
@@ -143,7 +147,8 @@ def _version_like(text: str) -> bool:
 
 
 def _members(text: str) -> list[Identifier]:
-    """Members of brace lists and `by (...)` lists, and the keys of `key=value` pairs."""
+    """Members of brace lists, lists of quoted names and `by (...)` lists, and the keys of
+    `key=value` pairs."""
     found = []
     for match in _BRACES.finditer(text):
         if not re.search(r"[,=]", match.group(2)):
@@ -153,6 +158,11 @@ def _members(text: str) -> list[Identifier]:
             key = re.match(r"[A-Za-z_][\w.-]*", item.strip())
             if key:
                 found.append(_make("member", key.group(), owner))
+    for match in _QUOTED_LIST.finditer(text):
+        items = [i.strip() for i in match.group(1).split(",")]
+        names = [_QUOTED_NAME.fullmatch(i) for i in items]
+        if all(names):
+            found += [_make("member", n.group(1)) for n in names if n]
     for match in _BY_LIST.finditer(text):
         for item in match.group(1).split(","):
             if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", item):

@@ -18,9 +18,10 @@ import re
 
 from memproc.gate import lexicon as lx
 from memproc.gate import sequence, values
+from memproc.gate.exposure import RESTRICTING_WORDS, RESTRICTIVE_WORDS
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Undecided
-from memproc.gate.surface import Surface, norm_entity
+from memproc.gate.surface import Surface, disowned, norm_entity
 from memproc.gate.text import split_clauses
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
@@ -110,12 +111,24 @@ def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> b
     The link is deliberately wider than the rules' surface: a component's new version can
     break a dependent that reaches it only through the system the procedure runs ("operate
     the print queue" and a job that sends its labels to the queue), and the cost of a wide
-    link is one question to the judge, never a quarantine by rule."""
-    if surface.shared or subject_words(revision.procedure) & dependent_words(dependent):
+    link is one question to the judge, never a quarantine by rule. A dependent that says it
+    keeps away from the revised system ("goes around the cache", "instead of the queue") is
+    not linked by words: what it does not use cannot break it."""
+    if surface.shared:
+        return True
+    if keeps_away(revision.procedure, dependent):
+        return False
+    if subject_words(revision.procedure) & dependent_words(dependent):
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
     theirs = [i for i in dependent.identifiers if i.kind == "path"]
     return any(_stem(a.norm) == _stem(b.norm) and "/" in a.norm for a in mine for b in theirs)
+
+
+def keeps_away(procedure: Procedure, dependent: Facts) -> bool:
+    """The dependent's steps name a system of the procedure only under a negation."""
+    named = (*procedure.entity_names, *procedure.aliases)
+    return any(disowned(name, dependent) for name in named if name.strip())
 
 
 def subject_words(procedure: Procedure) -> set[str]:
@@ -130,11 +143,12 @@ def subject_words(procedure: Procedure) -> set[str]:
 
 def dependent_words(dependent: Facts) -> set[str]:
     """Every word of the dependent: its labels and its text (a URL or path gives each of
-    its words)."""
+    its words), but for the words it negates."""
     found = {w for label in _labels(dependent.procedure) for w in norm_entity(label).split()}
     for clause in dependent.clauses:
         for token in clause.tokens:
-            found |= set(norm_entity(token.text).split())
+            if not token.negated:  # "without the broker" does not use it
+                found |= set(norm_entity(token.text).split())
     return found
 
 
@@ -184,6 +198,34 @@ def relied_on_values(
                         f"({change.where}); the dependent relies on {relied}"
                     ),
                     evidence={"old": change.old_text, "new": change.new_text},
+                )
+            )
+    return findings
+
+
+def turned_off(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """The revision turns on a setting that requires something (`require_tls: off -> on`),
+    and the dependent turns that very thing off in its own settings (`tls=false`): it worked
+    only because the requirement was off."""
+    theirs = [s for s in values.settings(dependent.procedure) if values.truth(s.value) is False]
+    findings = []
+    for change in values.changed(old.procedure, revision.procedure):
+        words = set(change.words)
+        turned_on = values.truth(change.old) is False and values.truth(change.new) is True
+        if not turned_on or not words & RESTRICTIVE_WORDS:
+            continue
+        things = {w for w in words - RESTRICTING_WORDS if len(w) >= 3}
+        off = next((s for s in theirs if any(w in s.key for w in things)), None)
+        if off is not None:
+            findings.append(
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="changed_value",
+                    detail=(
+                        f"the revision turns on {change.key} ({change.where}); the dependent "
+                        f"turns it off ({off.name or off.key}={off.value})"
+                    ),
+                    evidence={"new": change.new_text, "dependent": off.text},
                 )
             )
     return findings

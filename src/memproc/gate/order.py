@@ -21,7 +21,7 @@ from memproc.gate import identifiers, schedule, sequence
 from memproc.gate import lexicon as lx
 from memproc.gate.exposure import content_tokens
 from memproc.gate.facts import Facts
-from memproc.gate.model import Finding, Procedure
+from memproc.gate.model import Finding, Procedure, Undecided
 from memproc.gate.text import equivalent, split_clauses, stem
 
 # Words that open a step waiting for an event: English subordinators of time, and the verbs
@@ -143,14 +143,23 @@ def _ready_at(procedure: Procedure) -> int | None:
 
 
 def _runs_at(dependent: Procedure) -> int | None:
-    """The time of day the dependent runs: its trigger, or a step that says "at 07:15"."""
+    """The time of day the dependent runs: its trigger, or a step that says "at 07:15" or
+    opens with its time of day ("07:15: import the files")."""
     texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
-    for text in texts:
-        if text and re.search(r"\b(?:at|daily|every|cron)\b", text, re.I):
+    for text, step in zip(texts, [None, *dependent.steps], strict=True):
+        scheduled = bool(text) and bool(re.search(r"\b(?:at|daily|every|cron)\b", text, re.I))
+        opens = step is not None and any(
+            _OPENING_CLOCK.match(t) for t in (step.action, step.detail)
+        )
+        if scheduled or opens:
             at = schedule.clock(text)
             if at is not None:
                 return at
     return None
+
+
+# A time of day that opens a step, as a label of when it runs ("07:15: import", "7.15 - run").
+_OPENING_CLOCK = re.compile(r"\s*\d{1,2}[:.h]\d{2}(?:\s*(?:am|pm))?\s*[:\-–]", re.I)
 
 
 def _stated_minutes(procedure: Procedure) -> float:
@@ -306,3 +315,52 @@ def _first_time(procedure: Procedure) -> int | None:
         if at is not None:
             return at
     return None
+
+
+# -- a step moved onto the dependent's clock time ----------------------------------------------
+
+
+def moved_onto(old: Facts, revision: Facts, dependent: Facts) -> Undecided | None:
+    """A step of the revision now runs over the time of day the dependent runs (it starts at
+    a stated time and is done by a stated or computed later one), where its old version did
+    not: two procedures on one system at once. Whether they contend (locks, load, a shared
+    window) takes knowledge of the system, so it is a question, not a finding."""
+    due = _runs_at(dependent.procedure)
+    if due is None:
+        return None
+    before, after = old.procedure, revision.procedure
+    old_windows, new_windows = _windows(before), _windows(after)
+    back = {j: i for i, j in sequence.pair(before, after).pairs.items()}
+    for j, window in new_windows.items():
+        if window is None or not _covers(window, due):
+            continue
+        was = old_windows.get(back[j]) if j in back else None
+        if was is not None and _covers(was, due):
+            continue
+        step = after.steps[j].action
+        return Undecided(
+            dependent.procedure.id,
+            "low_confidence",
+            f"the revision now runs '{step}' from {_hhmm(int(window[0]) % 1440)} to about "
+            f"{_hhmm(int(window[1]) % 1440)}; the dependent runs at {_hhmm(due)}, inside it",
+        )
+    return None
+
+
+def _windows(procedure: Procedure) -> dict[int, tuple[float, float] | None]:
+    """Each step's (start, done) in minutes, for a step that states its own start time."""
+    done = timeline(procedure)
+    found: dict[int, tuple[float, float] | None] = {}
+    for index, step in enumerate(procedure.steps):
+        start, end = _start(f"{step.action} {step.detail}"), done[index]
+        found[index] = (start, end) if start is not None and end is not None else None
+    return found
+
+
+def _covers(window: tuple[float, float], at: int) -> bool:
+    """The time of day `at` falls inside the window (which may run past midnight)."""
+    start, end = window
+    if end <= start:
+        return False
+    moment = at + 1440 if at < start and at + 1440 < end else at
+    return start <= moment < end

@@ -247,3 +247,63 @@ def _finding(
         ),
         evidence={"old": f"{step.action} | {step.detail}", "dependent": used.text},
     )
+
+
+# -- an option added that destroys what the dependent keeps ----------------------------------------
+
+# Verbs of destroying data, as command-line options spell them (`--delete-...`, `--purge`,
+# `--prune`, `--wipe-...`, `--overwrite`, `--truncate`): general shell and tool vocabulary.
+_DESTROYING = lx.words(
+    "delete purge prune wipe erase overwrite truncate drop evict discard destroy"
+)
+
+
+# Words in such an option that say when or which, not what (`--delete-after`,
+# `--prune-stale`, `--purge-older-than`): English temporal connectives and the qualifiers
+# rsync, git, docker and package managers give their destructive options.
+_NOT_OBJECTS = (
+    _DESTROYING
+    | lx.ANCHORS
+    | lx.NEGATION_STOPS
+    | lx.words("older newer empty unused stale missing extraneous excluded orphaned dangling")
+)
+
+
+def destructive_options(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """An option the revision adds to a command whose name destroys something
+    (`--delete-local-volumes`, `--purge-cache`), and names what it destroys in words the
+    dependent uses: what the dependent keeps there is gone after the new command runs."""
+    before = {i.norm for i in old.identifiers if i.kind == "flag"}
+    theirs = _words_used(dependent)
+    for ident in revision.identifiers:
+        if ident.kind != "flag" or ident.norm in before:
+            continue
+        words = [w for w in re.split(r"[-_=]+", ident.norm) if w]
+        if not set(words) & _DESTROYING:
+            continue
+        objects = [w for w in words if w not in _NOT_OBJECTS and len(w) > 3 and w in theirs]
+        if objects:
+            return [_destroyed(dependent, ident, objects)]
+    return []
+
+
+def _words_used(facts: Facts) -> set[str]:
+    """The words of a procedure's steps, not negated, with each identifier's words too."""
+    found: set[str] = set()
+    for clause in facts.step_clauses:
+        for token in clause.tokens:
+            if not token.negated:
+                found |= {w.lower() for w in re.split(r"[^A-Za-z0-9]+", token.text) if w}
+    return found - lx.STOPWORDS
+
+
+def _destroyed(dependent: Facts, ident: Identifier, objects: list[str]) -> Finding:
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="removed_output",
+        detail=(
+            f"the revision adds {ident.text}, which destroys {', '.join(objects)}; "
+            "the dependent uses what it names"
+        ),
+        evidence={"option": ident.text, "dependent": ", ".join(objects)},
+    )

@@ -127,7 +127,7 @@ def _shared_entities(
     for a in mine:
         for b in theirs:
             linked = corroborated or not _ambiguous_pair(a, b)
-            if linked and names.same_system(a, b, aliases) and not _disowned(b, dependent):
+            if linked and names.same_system(a, b, aliases) and not disowned(b, dependent):
                 found.add(norm_entity(a))
     for a in mine:
         if _named_as_entity(a, dependent, aliases):
@@ -135,7 +135,7 @@ def _shared_entities(
     for b in theirs:
         if _named_as_entity(b, old, aliases) or _named_as_entity(b, revision, aliases):
             found.add(norm_entity(b))
-    kept_away = {norm_entity(b) for b in theirs if _disowned(b, dependent)}
+    kept_away = {norm_entity(b) for b in theirs if disowned(b, dependent)}
     kept_away |= {
         norm_entity(a)
         for a in mine
@@ -145,7 +145,7 @@ def _shared_entities(
     return found - kept_away
 
 
-def _disowned(name: str, facts: Facts) -> bool:
+def disowned(name: str, facts: Facts) -> bool:
     """The procedure lists the entity but its steps only say they keep away from it ("it never
     calls Memcached", "goes around the proxy, bypassing Envoy", "instead of Memcached"): every
     mention follows a negation with at most a verb of contact between."""

@@ -32,12 +32,15 @@ _AT_VERSION = re.compile(
     r"(?<![\w./:@-])(?P<key>[A-Za-z][\w./:-]*[\w])\s?@\s?(?P<value>v?\d+(?:\.\d+){0,2}[\w.+-]*)"
     r"(?![\w@])"
 )
+# A one-letter option with its value attached, as POSIX utility syntax allows (`-A3`, `-j8`).
+_ATTACHED = re.compile(r"(-[A-Za-z])(\d+)")
 _ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+")
 # Several `key = value` settings on one line ("host = db1 port = 6379 timeout = 5"):
 # each value is one word, up to the next key.
 _PAIRS = re.compile(r"(?<![\w.\-/$])(?P<key>[A-Za-z_][\w.\-]*)\s*=\s*(?P<value>[^\s=]+)(?=\s|$)")
+# A time of day after a word ("Friday 23:30") is a schedule, not a value.
 _NAME_NUMBER = re.compile(
-    r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])"
+    r"(?<![\w./-])(?P<key>[A-Za-z][A-Za-z0-9_-]*)\s+(?P<value>v?\d[\w.%]*)(?![\w])(?!:\d\d)"
 )
 # Values that say nothing by themselves: a changed "true" is read through its key only.
 _PLAIN_VALUES = lx.words("true false yes no on off enabled disabled none null")
@@ -108,8 +111,11 @@ def settings_of_text(text: str, where: str) -> list[Setting]:
 def _read_segment(segment: str, where: str) -> list[Setting]:
     found = []
     for match in _FLAG.finditer(segment):
-        key = match["key"]
-        found.append(Setting(normalize_key(key), _clean(match["value"]), where, segment, key))
+        key, value = match["key"], match["value"]
+        attached = _ATTACHED.fullmatch(key)
+        if attached:  # `-A3 'api'`: 3 is the option's value, 'api' an operand
+            key, value = attached.groups()
+        found.append(Setting(normalize_key(key), _clean(value), where, segment, key))
     pairs = list(_PAIRS.finditer(segment))
     if len(pairs) >= 2 and not segment.lstrip().startswith("-"):
         for match in pairs:
@@ -124,6 +130,8 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
         if key and key.split()[-1].lower() not in lx.STOPWORDS:
             value = _clean(pair["value"])
             found.append(Setting(normalize_key(key), value, where, segment, key))
+        if pair["op"] == ":" and "=" in pair["value"]:  # "group-a: max_conn = 50": the inner one
+            found += _read_segment(pair["value"], where)
     for match in _IMAGE.finditer(segment):
         if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
             name = match["key"]
@@ -191,8 +199,10 @@ _FALSE = lx.words("false no off disabled disable 0 none")
 
 
 def truth(value: str) -> bool | None:
-    """A value read as a boolean, however the format spells it; None if it is not one."""
-    word = value.strip().strip("'\"`").lower()
+    """A value read as a boolean, however the format spells it; None if it is not one. A
+    remark after the value ("1 (since March)", "off # for now") is not part of it."""
+    words = re.split(r"\s+[#(]|\s+--\s", value.strip(), maxsplit=1)
+    word = words[0].strip().strip("'\"`").lower()
     return True if word in _TRUE else False if word in _FALSE else None
 
 

@@ -1,0 +1,102 @@
+"""Grants narrowed to fewer kinds of action, and dependents that do one of those left out.
+
+A grant is a step that gives a role, user or key permissions (a policy, a GRANT, an RBAC
+rule, an ACL). What it allows is read as kinds of action (read, list, write, update,
+delete) from the words and action names it lists (`sqs:SendMessage`, `GRANT SELECT, INSERT`,
+`verbs: [get, list]`); a wildcard (`sqs:*`, `"*"`, `ALL PRIVILEGES`) allows every kind. The
+revision narrows it when a paired step now allows fewer kinds. A dependent sharing its
+surface breaks when one of its steps does a kind of action the grant no longer allows, on
+the service or resource the grant names (`sqs.purge_queue`, `DELETE FROM ledger.rows`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memproc.gate import identifiers, sequence
+from memproc.gate import lexicon as lx
+from memproc.gate.facts import Facts
+from memproc.gate.model import Finding, Step
+
+# Kinds of action and the verbs that name them: the CRUD operations as HTTP methods, SQL
+# statements, object-store and cloud IAM action names and Kubernetes RBAC verbs spell them.
+ACTION_KINDS: dict[str, frozenset[str]] = {
+    "read": lx.words("get read select describe head view download fetch watch"),
+    "list": lx.words("list scan"),
+    "write": lx.words("put write insert upload create post copy"),
+    "update": lx.words("update patch modify alter"),
+    "delete": lx.words("delete remove drop purge truncate"),
+}
+# Words that make a step a grant (access control vocabulary: SQL's GRANT and privileges,
+# cloud IAM policies and roles, RBAC verbs, ACLs). A user, key or table named in passing
+# does not make a step about loading rows a grant.
+GRANT_WORDS = lx.words(
+    """grant grants granted allow allows allowed privilege privileges permission permissions
+    policy policies role roles verbs actions acl acls rbac iam"""
+)
+_WILDCARD = re.compile(r"(?:\w:\*(?![\w/])|[\"']\*[\"']|\ball\s+privileges\b)", re.I)
+_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
+
+
+def _kinds(text: str) -> set[str]:
+    """The kinds of action a text names; every kind for a wildcard."""
+    if _WILDCARD.search(text):
+        return set(ACTION_KINDS)
+    words = {w.lower() for w in _WORDS.findall(text)}
+    return {kind for kind, verbs in ACTION_KINDS.items() if words & verbs}
+
+
+def _is_grant(text: str) -> bool:
+    return bool({w.lower() for w in re.findall(r"[A-Za-z]+", text)} & GRANT_WORDS)
+
+
+def _targets(text: str) -> set[str]:
+    """What a grant is on: the services its action names are prefixed with (`s3:` in
+    `sqs:SendMessage`) and the names of its resources."""
+    found = {m.lower() for m in re.findall(r"\b([a-z][a-z0-9-]*):(?=[A-Z*])", text)}
+    for ident in identifiers.find(text):
+        if ident.kind in identifiers.NAMING_KINDS:
+            found |= {p for p in re.split(r"[^a-z0-9]+", ident.norm.replace("_", "-")) if p}
+    return {t for t in found if len(t) > 1 and t not in ("arn", "aws")}
+
+
+def narrowed(old: Facts, revision: Facts) -> list[tuple[str, set[str], set[str]]]:
+    """(where, the kinds no longer allowed, what the grant is on) for each narrowed grant."""
+    found = []
+    before, after = old.procedure.steps, revision.procedure.steps
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
+        was, now = _text(before[i]), _text(after[j])
+        if was == now or not (_is_grant(was) and _is_grant(now)):
+            continue
+        lost = _kinds(was) - _kinds(now)
+        if lost and _kinds(now):
+            found.append((f"step {j + 1}", lost, _targets(was) | _targets(now)))
+    return found
+
+
+def narrowed_grants(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    for where, lost, targets in narrowed(old, revision):
+        for source, text in dependent.texts:
+            if not source.startswith("step") or not _targets(text) & targets:
+                continue
+            done = _kinds(text.replace("*", "")) & lost
+            if done:
+                return [_finding(dependent, where, source, done)]
+    return []
+
+
+def _text(step: Step) -> str:
+    return f"{step.action} | {step.detail}"
+
+
+def _finding(dependent: Facts, where: str, source: str, done: set[str]) -> Finding:
+    kinds = ", ".join(sorted(done))
+    return Finding(
+        dependent_id=dependent.procedure.id,
+        pattern="tightened_limit",
+        detail=(
+            f"the revision narrows a grant ({where}) so that it no longer allows {kinds}; "
+            f"the dependent does that ({source})"
+        ),
+        evidence={"revision": where, "dependent": source, "kinds": kinds},
+    )
