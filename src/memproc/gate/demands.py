@@ -422,6 +422,20 @@ def fulfils(
     )
 
 
+def partly_met(d: Demand, dependent: Facts, names: set[str]) -> bool:
+    """The dependent holds some of what an unmet demand asks (one of its words or names) and
+    is not shown to do the act too rarely: whether it does the demanded act in words the
+    rules do not know ("--cert" for a client certificate) cannot be told from text, so a
+    judge should say. A dependent that shares nothing of the demand plainly does not do it."""
+    if _done_often_enough(d, dependent) is False:
+        return False
+    stems = {s for _, clauses in units(dependent) for s in unit_stems(clauses, names)}
+    if any(t in stems or any(equivalent(t, s) for s in stems) for t in d.terms):
+        return True
+    theirs = [i for _, text in dependent.texts for i in identifiers.find(text)]
+    return any(identifiers.same(i, o) for i in d.idents for o in theirs)
+
+
 def _demanded_period(d: Demand) -> float | None:
     """The longest a demand lets pass between two of its acts ("reload at least every 24
     hours", "back up daily"), in seconds; None when it sets no period."""
