@@ -339,6 +339,24 @@ def test_a_component_version_change_is_left_to_a_judge() -> None:
     assert verdict(own, own_new, other) == []
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "asked"),
+    [
+        ("MessageRetentionPeriod=345600", "MessageRetentionPeriod=1209600", False),
+        ("ReceiveTimeout=20", "ReceiveTimeout=5", True),
+        ("MinReplicas 4", "MinReplicas 2", False),
+        ("MinReplicas 2", "MinReplicas 4", True),
+    ],
+)
+def test_a_bound_number_that_only_loosens_asks_nothing(
+    before: str, after: str, asked: bool
+) -> None:
+    old = proc("a", "configure the ingest queue", ["SQS"], [("set queue attributes", before)])
+    new = proc("a", "configure the ingest queue", ["SQS"], [("set queue attributes", after)])
+    worker = proc("b", "drain the ingest queue", ["SQS"], ["poll the queue and load rows"])
+    assert verdict(old, new, worker) == (["undecided:world_knowledge"] if asked else [])
+
+
 def test_a_changed_value_the_dependent_relies_on() -> None:
     old = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: gzip")])
     new = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: zstd")])

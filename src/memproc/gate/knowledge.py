@@ -6,7 +6,9 @@ runtime, a platform upgrade removes a deprecated API, a new base image changes a
 No rule here pretends to know which; when the dependent is linked to what changed and no
 rule decided, the pair is left undecided ("world_knowledge") for the client's judge, or the
 policy. A version installed for the procedure's own use ("install Ruby 3.3 with rbenv")
-concerns only itself.
+concerns only itself. A number under a bound's key (`VisibilityTimeout`, a lifetime) is no
+version: when it only loosens the bound, whatever the dependent did still fits, so there is
+nothing to ask.
 
 A changed value the dependent names is decided, though: the revision moves a setting from
 `gzip` to `zstd` and the dependent says it reads gzip.
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 import re
 
+from memproc.gate import bounds, sequence, values
 from memproc.gate import lexicon as lx
-from memproc.gate import sequence, values
 from memproc.gate.exposure import RESTRICTING_WORDS, RESTRICTIVE_WORDS
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure, Undecided
@@ -52,9 +54,22 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
         drifted = any(c.where == change.where for c in found)
+        if _loosened_bound(change):
+            continue
         if (versioned or tagged) and not drifted and not _local(revision, change.where):
             found.append(change)
     return found
+
+
+def _loosened_bound(change: values.Change) -> bool:
+    """A bound's number moved the permissive way: a maximum (timeout, lifetime, retention)
+    grew or a minimum fell. Everything the old bound allowed, the new one allows."""
+    way = bounds.direction(change.words, change.new_text)
+    try:
+        before, after = float(_first(change.old)), float(_first(change.new))
+    except ValueError:
+        return False  # not two plain numbers: a version, a tag, a word
+    return (way == "upper" and after > before) or (way == "lower" and after < before)
 
 
 # A dotted version number standing alone: not part of an address, a name or a quantity
