@@ -357,6 +357,23 @@ def test_a_bound_number_that_only_loosens_asks_nothing(
     assert verdict(old, new, worker) == (["undecided:world_knowledge"] if asked else [])
 
 
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("sweep the dust off the ledge and mop the floor", False),
+        ("dust-cli restore --from /backups/latest", True),
+        ("export the nightly report from Dust to the archive", True),
+    ],
+)
+def test_a_system_named_by_an_everyday_word_links_only_where_written_as_a_name(
+    step: str, asked: bool
+) -> None:
+    old = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 4.2")])
+    new = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 5.0")])
+    other = proc("b", "close the store room", [], [step])
+    assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
+
+
 def test_a_changed_value_the_dependent_relies_on() -> None:
     old = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: gzip")])
     new = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: zstd")])
