@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from memproc.gate.demands import new_demands
 from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
@@ -891,3 +892,39 @@ def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
     raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
     assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == []
     assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]
+
+
+def _new_demand_texts(old_pre: list[str], new_pre: list[str]) -> list[str]:
+    steps = ["import the ledger file"]
+    old = proc("a", "import the ledger", ["Ledger"], steps, preconditions=old_pre)
+    new = proc("a", "import the ledger", ["Ledger"], steps, preconditions=new_pre)
+    return [d.text for d in new_demands(Facts.read(old), Facts.read(new))]
+
+
+def test_a_precondition_reworded_in_place_is_no_new_demand() -> None:
+    was = ["admins unlock the ledger vault with a hardware key"]
+    now = ["operators present a security token to open the ledger vault"]
+    assert _new_demand_texts(was, now) == []
+
+
+@pytest.mark.parametrize(
+    ("was", "now"),
+    [
+        # the same subject, a new window: a changed rule
+        ("import in the Saturday maintenance window", "import in the Friday 22:00-02:00 window"),
+        # the same subject, a setting the old rule did not name
+        ("the ledger database is backed up first", "the ledger database has LEDGER_WAL=on"),
+        # nothing in common: another rule in the old one's place
+        ("take a backup of the ledger database first", "notify the treasury desk by phone"),
+    ],
+)
+def test_a_precondition_rewritten_in_place_with_a_new_limit_or_name_stays_new(
+    was: str, now: str
+) -> None:
+    assert _new_demand_texts([was], [now]) == [now]
+
+
+def test_a_precondition_added_beside_the_old_one_stays_new() -> None:
+    was = ["take a backup of the ledger database before the import"]
+    now = [*was, "the treasury desk approves each ledger file"]
+    assert _new_demand_texts(was, now) == [now[1]]
