@@ -928,3 +928,21 @@ def test_a_precondition_added_beside_the_old_one_stays_new() -> None:
     was = ["take a backup of the ledger database before the import"]
     now = [*was, "the treasury desk approves each ledger file"]
     assert _new_demand_texts(was, now) == [now[1]]
+
+
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("pgbackrest --stanza=main info --output=json", False),
+        ("pgbackrest --stanza=main restore on the drill host", True),
+    ],
+)
+def test_a_demand_on_a_machine_the_subject_names_is_local_unless_the_dependent_names_it(
+    step: str, asked: bool
+) -> None:
+    steps = [("Restore", "pgbackrest --stanza=main restore on drill-01")]
+    old = proc("a", "run the restore drill", ["pgBackRest"], steps)
+    pre = ["drill host has at least 2 TB free for the restore"]
+    new = proc("a", "run the restore drill", ["pgBackRest"], steps, preconditions=pre)
+    checker = proc("b", "check the backups", ["pgBackRest"], [step])
+    assert bool(verdict(old, new, checker)) is asked
