@@ -215,3 +215,43 @@ def test_schedules_and_moments() -> None:
     assert misses(early, late, Moment("offset", 40.0)) is True
     assert misses(early, late, Moment("clock", 240.0)) is None
     assert misses(early, late, Moment("clock", 40.0), start=0) is True
+
+
+def reader_doing(*steps: str) -> Procedure:
+    return Procedure(
+        id="c",
+        name="load orders",
+        steps=tuple(Step(s) for s in steps),
+        consumes=(Consumed("orders", source="export orders"),),
+    )
+
+
+def test_a_bound_demand_met_partly_in_other_words_is_asked_not_quarantined() -> None:
+    text = "consumers must authenticate to /v2/orders with a client certificate"
+    reader = reader_doing("curl --cert /etc/pki/loader.pem https://shop.example/v2/orders")
+    result = assess(producer(), bound(text, "consumers"), [reader])
+    assert result.findings == []
+    assert [(u.dependent_id, u.why) for u in result.undecided] == [("c", "low_confidence")]
+    assert result.undecided[0].findings[0].pattern == "unmet_precondition"
+
+
+def test_a_bound_demand_sharing_a_word_with_the_dependent_is_asked() -> None:
+    text = "consumers must store the orders in an encrypted bucket in eu-west-1"
+    reader = reader_doing("copy the orders to the analytics bucket")
+    result = assess(producer(), bound(text, "scope"), [reader])
+    assert result.findings == []
+    assert len(result.undecided) == 1
+
+
+def test_a_bound_demand_the_dependent_shares_nothing_of_is_quarantined() -> None:
+    text = "consumers must deduplicate on event_id"
+    result = assess(producer(), bound(text, "consumers"), [reader_doing("load into the warehouse")])
+    assert [f.pattern for f in result.findings] == ["unmet_precondition"]
+    assert result.undecided == []
+
+
+def test_a_bound_demand_done_too_rarely_is_quarantined_even_in_its_own_words() -> None:
+    text = "consumers must archive what they read at least every 12 hours"
+    reader = reader_doing("archive the orders file every 2 days")
+    result = assess(producer(), bound(text, "consumers"), [reader])
+    assert [f.pattern for f in result.findings] == ["unmet_precondition"]

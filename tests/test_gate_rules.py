@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from memproc.gate.demands import new_demands
 from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
@@ -337,6 +338,41 @@ def test_a_component_version_change_is_left_to_a_judge() -> None:
     own_new = proc("a", "lint", ["Ruby"], ["install Ruby 3.3 with rbenv", "rubocop"])
     other = proc("c", "format", ["Ruby"], ["rufo --check lib/"])
     assert verdict(own, own_new, other) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "asked"),
+    [
+        ("MessageRetentionPeriod=345600", "MessageRetentionPeriod=1209600", False),
+        ("ReceiveTimeout=20", "ReceiveTimeout=5", True),
+        ("MinReplicas 4", "MinReplicas 2", False),
+        ("MinReplicas 2", "MinReplicas 4", True),
+    ],
+)
+def test_a_bound_number_that_only_loosens_asks_nothing(
+    before: str, after: str, asked: bool
+) -> None:
+    old = proc("a", "configure the ingest queue", ["SQS"], [("set queue attributes", before)])
+    new = proc("a", "configure the ingest queue", ["SQS"], [("set queue attributes", after)])
+    worker = proc("b", "drain the ingest queue", ["SQS"], ["poll the queue and load rows"])
+    assert verdict(old, new, worker) == (["undecided:world_knowledge"] if asked else [])
+
+
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("sweep the dust off the ledge and mop the floor", False),
+        ("dust-cli restore --from /backups/latest", True),
+        ("export the nightly report from Dust to the archive", True),
+    ],
+)
+def test_a_system_named_by_an_everyday_word_links_only_where_written_as_a_name(
+    step: str, asked: bool
+) -> None:
+    old = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 4.2")])
+    new = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 5.0")])
+    other = proc("b", "close the store room", [], [step])
+    assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
 
 
 def test_a_changed_value_the_dependent_relies_on() -> None:
@@ -856,3 +892,57 @@ def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
     raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
     assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == []
     assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]
+
+
+def _new_demand_texts(old_pre: list[str], new_pre: list[str]) -> list[str]:
+    steps = ["import the ledger file"]
+    old = proc("a", "import the ledger", ["Ledger"], steps, preconditions=old_pre)
+    new = proc("a", "import the ledger", ["Ledger"], steps, preconditions=new_pre)
+    return [d.text for d in new_demands(Facts.read(old), Facts.read(new))]
+
+
+def test_a_precondition_reworded_in_place_is_no_new_demand() -> None:
+    was = ["admins unlock the ledger vault with a hardware key"]
+    now = ["operators present a security token to open the ledger vault"]
+    assert _new_demand_texts(was, now) == []
+
+
+@pytest.mark.parametrize(
+    ("was", "now"),
+    [
+        # the same subject, a new window: a changed rule
+        ("import in the Saturday maintenance window", "import in the Friday 22:00-02:00 window"),
+        # the same subject, a setting the old rule did not name
+        ("the ledger database is backed up first", "the ledger database has LEDGER_WAL=on"),
+        # nothing in common: another rule in the old one's place
+        ("take a backup of the ledger database first", "notify the treasury desk by phone"),
+    ],
+)
+def test_a_precondition_rewritten_in_place_with_a_new_limit_or_name_stays_new(
+    was: str, now: str
+) -> None:
+    assert _new_demand_texts([was], [now]) == [now]
+
+
+def test_a_precondition_added_beside_the_old_one_stays_new() -> None:
+    was = ["take a backup of the ledger database before the import"]
+    now = [*was, "the treasury desk approves each ledger file"]
+    assert _new_demand_texts(was, now) == [now[1]]
+
+
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("pgbackrest --stanza=main info --output=json", False),
+        ("pgbackrest --stanza=main restore on the drill host", True),
+    ],
+)
+def test_a_demand_on_a_machine_the_subject_names_is_local_unless_the_dependent_names_it(
+    step: str, asked: bool
+) -> None:
+    steps = [("Restore", "pgbackrest --stanza=main restore on drill-01")]
+    old = proc("a", "run the restore drill", ["pgBackRest"], steps)
+    pre = ["drill host has at least 2 TB free for the restore"]
+    new = proc("a", "run the restore drill", ["pgBackRest"], steps, preconditions=pre)
+    checker = proc("b", "check the backups", ["pgBackRest"], [step])
+    assert bool(verdict(old, new, checker)) is asked

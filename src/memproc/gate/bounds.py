@@ -24,7 +24,7 @@ from memproc.gate.model import Finding, Procedure
 # abbreviations operations settings use (max, min, ttl), from general knowledge.
 UPPER_WORDS = lx.words(
     """max maximum limit limits limited cap caps capped ceiling timeout timeouts ttl
-    retention retain retained expire expires expiry lifetime quota delete deleted purge
+    retention retain retained expire expires expiry lifetime lifespan quota delete deleted purge
     purged keep kept"""
 )
 LOWER_WORDS = lx.words("min minimum floor least")

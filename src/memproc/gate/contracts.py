@@ -9,6 +9,9 @@ decides from the contracts alone, and each finding cites the field it rests on:
 - its `available_after` moved past the dependent's schedule (clock or offset, from `trigger`);
 - a new precondition binding `consumers` (when the dependent consumes from it) or `scope`
   that the dependent does not meet. Undeclared reach is inferred (see `reach`), and said so.
+  Whether a dependent meets a demand is read from text, which is not exact: one that holds
+  part of what is asked may do it in words the rules do not know, so that pair is asked of a
+  judge; only one that shares nothing of the demand (or does the act too rarely) breaks.
 
 Changes to outputs nobody here consumes, new outputs, and `self` preconditions are safe.
 """
@@ -52,8 +55,9 @@ def decide(
         found, open_question = _output(old, revision, dependent, consumed)
         findings += found
         undecided += open_question
-    findings += _bound_preconditions(old, revision, dependent, inputs)
-    return findings, ([] if findings else undecided)
+    bound, unsure = _bound_preconditions(old, revision, dependent, inputs)
+    findings += bound
+    return findings, ([] if findings else undecided + unsure)
 
 
 def _by_id(produces: tuple[Produced, ...], output_id: str) -> Produced | None:
@@ -220,10 +224,12 @@ def _consumes_named(text: str, revision: Procedure, inputs: list[Consumed]) -> b
 
 def _bound_preconditions(
     old: Procedure, revision: Procedure, dependent: Procedure, inputs: list[Consumed]
-) -> list[Finding]:
+) -> tuple[list[Finding], list[Undecided]]:
     """New preconditions that reach the dependent (by declared or inferred `binds`) and that
-    it does not meet, or whose prohibition it breaks."""
-    findings = []
+    it does not meet, or whose prohibition it breaks; and those it may meet in words the
+    rules cannot weigh (see `demands.partly_met`), as questions."""
+    findings: list[Finding] = []
+    unsure: list[Undecided] = []
     old_facts = Facts.read(old)
     dependent_facts = Facts.read(dependent)
     for number, text in enumerate(demand_texts(revision), start=1):
@@ -238,8 +244,28 @@ def _bound_preconditions(
         for finding in _against(text, f"precondition {number}", old_facts, dependent_facts):
             evidence = {**finding.evidence, "contract": f"preconditions[binds={label}]"}
             detail = f"{finding.detail}; the precondition binds {label}"
-            findings.append(Finding(finding.dependent_id, finding.pattern, detail, evidence))
-    return findings
+            cited = Finding(finding.dependent_id, finding.pattern, detail, evidence)
+            if _partly_met(text, finding, dependent_facts):
+                unsure.append(_ask_partly_met(cited))
+            else:
+                findings.append(cited)
+    return findings, unsure
+
+
+def _partly_met(text: str, finding: Finding, dependent: Facts) -> bool:
+    if finding.pattern != "unmet_precondition":
+        return False  # a broken prohibition is not met in other words
+    wanted = demands.demand(text, "precondition")
+    names = demands.context_names(dependent.procedure)
+    return wanted is not None and demands.partly_met(wanted, dependent, names)
+
+
+def _ask_partly_met(finding: Finding) -> Undecided:
+    detail = (
+        f"{finding.detail}, but it holds part of what is asked: whether it does the act in "
+        "other words is for a judge"
+    )
+    return Undecided(finding.dependent_id, "low_confidence", detail, (finding,))
 
 
 def _against(text: str, source: str, old: Facts, dependent: Facts) -> list[Finding]:

@@ -3,7 +3,8 @@
 A precondition is read clause by clause: a clause that forbids is a prohibition (judged as
 one, see `prohibitions`), a clause that only gives a reason ("so reruns stay cheap", "the
 queue is shared") is dropped, the rest is the demand. A demand is new when neither the old
-preconditions nor the old steps already met it.
+preconditions nor the old steps already met it, and it is not an old precondition reworded
+in its place (see `restates`).
 
 It is the dependent's problem only when it reaches the dependent (see `reach`): a declared
 `binds`, or a subject that speaks for others ("every job must..."), reaches; otherwise the
@@ -347,7 +348,8 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
         declared = revision.procedure.declared_binds(text)
         d.binds = declared or d.binds
         explicit.append(d)
-    found = [d for d in explicit if not already(d, old)]
+    replaced = replaced_in_place(old.procedure, revision.procedure)
+    found = [d for d in explicit if not already(d, old) and not restates(d, replaced.get(d.text))]
     for source, clauses in units(revision):
         if not source.startswith("step") or not _declares_requirement(clauses):
             continue
@@ -359,6 +361,36 @@ def new_demands(old: Facts, revision: Facts) -> list[Demand]:
         if not any(meets(e, d.terms) for e in explicit):
             found.append(d)
     return found
+
+
+def replaced_in_place(old: Procedure, revision: Procedure) -> dict[str, str]:
+    """New precondition text -> the old one it took the place of: at the same position,
+    the old text gone from the revision and the new one absent from the old version."""
+    before, after = demand_texts(old), demand_texts(revision)
+    return {
+        new: was
+        for was, new in zip(before, after, strict=False)
+        if was != new and was not in after and new not in before
+    }
+
+
+def restates(d: Demand, was: str | None) -> bool:
+    """A precondition rewritten in place that still asks about the same thing (a content word
+    in common) and names no quantity or code name the old one did not (a time, a count, a
+    limit, a setting) restates
+    the old one: a reworded rule is no new demand, a changed window or limit is."""
+    if was is None:
+        return False
+    old = demand(was, "precondition")
+    if old is None:
+        return False
+    quantities = {t for t in d.terms if t.startswith("q:")}
+    if not quantities <= set(old.terms):
+        return False
+    if not all(any(identifiers.same(i, o) for o in old.idents) for i in d.idents):
+        return False  # it names something the old rule did not
+    words = [t for t in d.terms if not t.startswith("q:")]
+    return any(equivalent(t, o) for t in words for o in old.terms if not o.startswith("q:"))
 
 
 def already(d: Demand, old: Facts) -> bool:
@@ -420,6 +452,20 @@ def fulfils(
     return similarity is not None and any(
         _semantically_met(d, clauses, similarity) for _, clauses in units(dependent)
     )
+
+
+def partly_met(d: Demand, dependent: Facts, names: set[str]) -> bool:
+    """The dependent holds some of what an unmet demand asks (one of its words or names) and
+    is not shown to do the act too rarely: whether it does the demanded act in words the
+    rules do not know ("--cert" for a client certificate) cannot be told from text, so a
+    judge should say. A dependent that shares nothing of the demand plainly does not do it."""
+    if _done_often_enough(d, dependent) is False:
+        return False
+    stems = {s for _, clauses in units(dependent) for s in unit_stems(clauses, names)}
+    if any(t in stems or any(equivalent(t, s) for s in stems) for t in d.terms):
+        return True
+    theirs = [i for _, text in dependent.texts for i in identifiers.find(text)]
+    return any(identifiers.same(i, o) for i in d.idents for o in theirs)
 
 
 def _demanded_period(d: Demand) -> float | None:

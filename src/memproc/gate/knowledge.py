@@ -6,7 +6,9 @@ runtime, a platform upgrade removes a deprecated API, a new base image changes a
 No rule here pretends to know which; when the dependent is linked to what changed and no
 rule decided, the pair is left undecided ("world_knowledge") for the client's judge, or the
 policy. A version installed for the procedure's own use ("install Ruby 3.3 with rbenv")
-concerns only itself.
+concerns only itself. A number under a bound's key (`VisibilityTimeout`, a lifetime) is no
+version: when it only loosens the bound, whatever the dependent did still fits, so there is
+nothing to ask.
 
 A changed value the dependent names is decided, though: the revision moves a setting from
 `gzip` to `zstd` and the dependent says it reads gzip.
@@ -16,12 +18,13 @@ from __future__ import annotations
 
 import re
 
+from memproc.gate import bounds, sequence, values
 from memproc.gate import lexicon as lx
-from memproc.gate import sequence, values
 from memproc.gate.exposure import RESTRICTING_WORDS, RESTRICTIVE_WORDS
 from memproc.gate.facts import Facts
+from memproc.gate.identifiers import split_words
 from memproc.gate.model import Finding, Procedure, Undecided
-from memproc.gate.surface import Surface, disowned, norm_entity
+from memproc.gate.surface import Surface, disowned, norm_entity, written_as_name
 from memproc.gate.text import split_clauses
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
@@ -52,9 +55,22 @@ def component_changes(old: Facts, revision: Facts) -> list[values.Change]:
         )
         tagged = _is_image(change) and bool(_TAG.match(before) and _TAG.match(after))
         drifted = any(c.where == change.where for c in found)
+        if _loosened_bound(change):
+            continue
         if (versioned or tagged) and not drifted and not _local(revision, change.where):
             found.append(change)
     return found
+
+
+def _loosened_bound(change: values.Change) -> bool:
+    """A bound's number moved the permissive way: a maximum (timeout, lifetime, retention)
+    grew or a minimum fell. Everything the old bound allowed, the new one allows."""
+    way = bounds.direction(change.words, change.new_text)
+    try:
+        before, after = float(_first(change.old)), float(_first(change.new))
+    except ValueError:
+        return False  # not two plain numbers: a version, a tag, a word
+    return (way == "upper" and after > before) or (way == "lower" and after < before)
 
 
 # A dotted version number standing alone: not part of an address, a name or a quantity
@@ -118,7 +134,7 @@ def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> b
         return True
     if keeps_away(revision.procedure, dependent):
         return False
-    if subject_words(revision.procedure) & dependent_words(dependent):
+    if _linked_by_subject(revision.procedure, dependent):
         return True
     mine = [i for i in (*old.identifiers, *revision.identifiers) if i.kind == "path"]
     theirs = [i for i in dependent.identifiers if i.kind == "path"]
@@ -129,6 +145,35 @@ def keeps_away(procedure: Procedure, dependent: Facts) -> bool:
     """The dependent's steps name a system of the procedure only under a negation."""
     named = (*procedure.entity_names, *procedure.aliases)
     return any(disowned(name, dependent) for name in named if name.strip())
+
+
+def _linked_by_subject(procedure: Procedure, dependent: Facts) -> bool:
+    """A word of what the procedure is about is in the dependent, and not only as an
+    everyday word: a system's proper name ("maintain Rust toolchain") that the dependent
+    writes only in prose ("rust on the girders") does not say it uses that system."""
+    shared = subject_words(procedure) & dependent_words(dependent)
+    proper = {w.lower(): w for w in proper_words(procedure)}
+    return any(w not in proper or _named(proper[w], dependent) for w in shared)
+
+
+def _named(word: str, dependent: Facts) -> bool:
+    """Written as a name, in a name the dependent declares ("Windows 11"), or as a part of
+    one of its code names (`arduino-cli`)."""
+    if written_as_name(word, dependent):
+        return True
+    declared = (*dependent.procedure.entity_names, *dependent.procedure.aliases)
+    if any(word in label.split() for label in declared):
+        return True
+    return any(word.lower() in split_words(i.text) for i in dependent.identifiers)
+
+
+def proper_words(procedure: Procedure) -> set[str]:
+    """The capitalized words of a procedure's subject (its name without the leading verb,
+    and its entity names): the names of the systems it is about."""
+    words = procedure.name.split()[1:]
+    for label in (*procedure.entity_names, *procedure.aliases):
+        words += label.split()
+    return {w for w in words if len(w) > 2 and w[:1].isupper() and w.isalpha()}
 
 
 def subject_words(procedure: Procedure) -> set[str]:

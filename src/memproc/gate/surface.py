@@ -196,6 +196,12 @@ def _named_as_entity(name: str, facts: Facts, aliases: Aliases) -> bool:
     return any(_written_as_name(s, facts) for s in spellings if norm_entity(s))
 
 
+def written_as_name(name: str, facts: Facts) -> bool:
+    """`name` is written in the procedure's text as a name or a command: a one-word name
+    declared with capitals must be capitalized there (not at a sentence's start) or run."""
+    return _written_as_name(name, facts)
+
+
 def _written_as_name(name: str, facts: Facts) -> bool:
     wanted = norm_entity(name)
     # A one-word name declared with capitals is a proper name that may be an everyday word;
