@@ -133,7 +133,7 @@ def bound(text: str, binds: str | None) -> Procedure:
 
 
 def test_a_consumer_bound_precondition_binds_consumers_only() -> None:
-    text = "consumers must deduplicate on event_id"
+    text = "consumers must drop repeats by delivery_id"
     reader = consumer()
     stranger = Procedure(
         id="s", name="x", steps=(Step("read"),), consumes=(Consumed("y", source="other"),)
@@ -177,7 +177,7 @@ def test_a_demand_of_frequency_is_met_by_comparing_periods(schedule: str, met: b
 
 
 def test_an_undeclared_reach_is_inferred_and_the_finding_says_so() -> None:
-    text = "consumers must deduplicate on event_id"
+    text = "consumers must drop repeats by delivery_id"
     findings = assess(producer(), bound(text, None), [consumer()]).findings
     assert findings[0].evidence["contract"] == "preconditions[binds=consumers (inferred)]"
     assert "inferred" in findings[0].detail
@@ -187,7 +187,7 @@ def test_an_undeclared_reach_is_inferred_and_the_finding_says_so() -> None:
     ("text", "binds"),
     [
         ("every workflow must declare its permissions", "scope"),
-        ("consumers must deduplicate on event_id", "consumers"),
+        ("consumers must drop repeats by delivery_id", "consumers"),
         ("clients connect over TLS", "consumers"),
         ("launch with at least 8g executor memory", "self"),
         ("acknowledge notifications within 10 seconds", "self"),
@@ -244,7 +244,7 @@ def test_a_bound_demand_sharing_a_word_with_the_dependent_is_asked() -> None:
 
 
 def test_a_bound_demand_the_dependent_shares_nothing_of_is_quarantined() -> None:
-    text = "consumers must deduplicate on event_id"
+    text = "consumers must drop repeats by delivery_id"
     result = assess(producer(), bound(text, "consumers"), [reader_doing("load into the warehouse")])
     assert [f.pattern for f in result.findings] == ["unmet_precondition"]
     assert result.undecided == []

@@ -933,16 +933,16 @@ def test_a_precondition_added_beside_the_old_one_stays_new() -> None:
 @pytest.mark.parametrize(
     ("step", "asked"),
     [
-        ("pgbackrest --stanza=main info --output=json", False),
-        ("pgbackrest --stanza=main restore on the drill host", True),
+        ("borg list /srv/archive::latest", False),
+        ("borg extract /srv/archive::latest on the rehearsal box", True),
     ],
 )
 def test_a_demand_on_a_machine_the_subject_names_is_local_unless_the_dependent_names_it(
     step: str, asked: bool
 ) -> None:
-    steps = [("Restore", "pgbackrest --stanza=main restore on drill-01")]
-    old = proc("a", "run the restore drill", ["pgBackRest"], steps)
-    pre = ["drill host has at least 2 TB free for the restore"]
-    new = proc("a", "run the restore drill", ["pgBackRest"], steps, preconditions=pre)
-    checker = proc("b", "check the backups", ["pgBackRest"], [step])
+    steps = [("Extract", "borg extract /srv/archive::latest on rehearsal-2")]
+    old = proc("a", "rehearse the archive extract", ["BorgBackup"], steps)
+    pre = ["rehearsal box needs 500 GB of scratch space for the extract"]
+    new = proc("a", "rehearse the archive extract", ["BorgBackup"], steps, preconditions=pre)
+    checker = proc("b", "list the archives", ["BorgBackup"], [step])
     assert bool(verdict(old, new, checker)) is asked

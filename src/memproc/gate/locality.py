@@ -4,7 +4,7 @@ host or machine, or a setting of its own command, so that it asks nothing of a d
 A demand that reaches out (a declared `binds`, or a subject that speaks for others) is never
 local. Otherwise it is local when it names resources only the revision touches ("empty
 ./tmp/render first"), when it is located on a host the dependent never names ("on the render
-farm", "the packaging box must ...", "build agent has ..."), or when it is a setting of one
+farm", "the packaging box must ...", "the kiosk needs ..."), or when it is a setting of one
 of the revision's commands that the dependent never runs (`--worker-threads 16` of its
 `encode-video`).
 """
@@ -78,7 +78,7 @@ def _elsewhere(d: Demand, dependent: Facts, surface: Surface) -> bool:
 
 
 # A subject (with or without its determiner) and the verb that states what it must have or
-# be: "the packaging box must ...", "drill host has at least 2 TB free".
+# be: "the packaging box must ...", "staging kiosk has a spare battery".
 _SUBJECT_PLACE = re.compile(
     r"\s*(?:(?:the|every|each|all|our)\s+)?((?:[\w.-]+\s+){0,2}?[\w.-]+?)\s+"
     r"(?:must|needs?|requires?|should|has|have)\b",
