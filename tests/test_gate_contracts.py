@@ -237,7 +237,7 @@ def test_a_bound_demand_met_partly_in_other_words_is_asked_not_quarantined() -> 
 
 def test_a_bound_demand_sharing_a_word_with_the_dependent_is_asked() -> None:
     text = "consumers must store the orders in an encrypted bucket in eu-west-1"
-    reader = reader_doing("copy the orders to the analytics bucket")
+    reader = reader_doing("copy the order export to the reporting share")
     result = assess(producer(), bound(text, "scope"), [reader])
     assert result.findings == []
     assert len(result.undecided) == 1

@@ -149,8 +149,8 @@ def keeps_away(procedure: Procedure, dependent: Facts) -> bool:
 
 def _linked_by_subject(procedure: Procedure, dependent: Facts) -> bool:
     """A word of what the procedure is about is in the dependent, and not only as an
-    everyday word: a system's proper name ("update the Hugo site") that the dependent
-    writes only in prose ("hugo signs the delivery note") does not say it uses that system."""
+    everyday word: a system's proper name ("rebuild the Jekyll site") that the dependent
+    writes only in prose ("a jekyll-and-hyde mood swing") does not say it uses that system."""
     shared = subject_words(procedure) & dependent_words(dependent)
     proper = {w.lower(): w for w in proper_words(procedure)}
     return any(w not in proper or _named(proper[w], dependent) for w in shared)
