@@ -164,14 +164,14 @@ def head_sql(corpus: str) -> str:
     whole posting lists are added to the partial scores: the full ranking, at its usual cost.
     The choice is made in the server, in the same statement. Needs the CTEs of
     query_terms_sql before it."""
-    spare_part = _contribution("t.weight")
+    share = _contribution("t.weight")
     return (
         "terms AS MATERIALIZED (SELECT q.lexeme, q.times * q.idf AS weight, "
         "sum(q.times * q.idf) OVER (ORDER BY q.times * q.idf, q.lexeme) "
         f"<= {SPARE_SHARE}::float8 * max(q.times * q.idf) OVER () AS spare FROM query_terms AS q), "
         f"spare_bound AS MATERIALIZED (SELECT coalesce(sum(weight), 0) * {BM25_K1 + 1}::float8 "
         "AS bound, count(*) AS terms FROM terms WHERE spare), "
-        f"partial AS MATERIALIZED (SELECT p.seq, sum({spare_part}) AS score FROM terms AS t "
+        f"partial AS MATERIALIZED (SELECT p.seq, sum({share}) AS score FROM terms AS t "
         f"JOIN lexical_postings AS p ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme "
         "CROSS JOIN stats WHERE NOT t.spare GROUP BY p.seq), "
         "bar AS MATERIALIZED (SELECT score FROM partial ORDER BY score DESC "
@@ -179,13 +179,13 @@ def head_sql(corpus: str) -> str:
         "pruned AS MATERIALIZED (SELECT (SELECT terms FROM spare_bound) > 0 AND "
         "coalesce((SELECT score FROM bar) > (SELECT bound FROM spare_bound), false) AS ok), "
         "ranked AS ("
-        f"SELECT c.seq, -(c.score + coalesce((SELECT sum({spare_part}) FROM terms AS t "
+        f"SELECT c.seq, -(c.score + coalesce((SELECT sum({share}) FROM terms AS t "
         f"JOIN lexical_postings AS p ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme "
         "AND p.seq = c.seq CROSS JOIN stats WHERE t.spare), 0)) AS score "
         "FROM partial AS c WHERE (SELECT ok FROM pruned) "
         "AND c.score >= (SELECT score FROM bar) - (SELECT bound FROM spare_bound) "
         "UNION ALL SELECT u.seq, -sum(u.score) AS score FROM (SELECT seq, score FROM partial "
-        f"UNION ALL SELECT p.seq, {spare_part} FROM terms AS t JOIN lexical_postings AS p "
+        f"UNION ALL SELECT p.seq, {share} FROM terms AS t JOIN lexical_postings AS p "
         f"ON p.corpus = '{corpus}' AND p.lexeme = t.lexeme CROSS JOIN stats WHERE t.spare) AS u "
         "WHERE NOT (SELECT ok FROM pruned) GROUP BY u.seq)"
     )
