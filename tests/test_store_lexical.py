@@ -13,6 +13,7 @@ import pytest
 from memproc.store import NewMemory, Store
 from memproc.store import memories as memory_sql
 from memproc.store.postgres import lexical
+from memproc.store.postgres.connection import PgConnection
 from memproc.store.postgres.database import PgStore
 from memproc.store.quoting import fts_match_any
 
@@ -124,17 +125,17 @@ def _zipf_corpus(count: int, seed: int) -> tuple[list[str], list[str]]:
     return words, texts
 
 
-def _head_and_full(conn: object, match: str, depth: int) -> tuple[bool, list[Any], list[Any]]:
+def _head_and_full(conn: PgConnection, match: str, depth: int) -> tuple[bool, list[Any], list[Any]]:
     """The head ranking (whether it pruned, its best `depth`) and the full ranking's best
     `depth`, both ordered as a search orders them."""
     values = {**lexical.query_params(lexical.query_lexemes(conn, match)), "depth": depth}
     terms = lexical.query_terms_sql("memories")
     best = "SELECT seq, score FROM ranked ORDER BY score, seq LIMIT %(depth)s"
-    pruned = conn.execute(  # type: ignore[attr-defined]
+    pruned = conn.execute(
         f"WITH {terms}, {lexical.head_sql('memories')} SELECT ok FROM pruned", values
     ).fetchone()[0]
-    head = conn.execute(f"WITH {terms}, {lexical.head_sql('memories')} {best}", values)  # type: ignore[attr-defined]
-    full = conn.execute(f"WITH {terms}, {lexical.ranked_sql('memories')} {best}", values)  # type: ignore[attr-defined]
+    head = conn.execute(f"WITH {terms}, {lexical.head_sql('memories')} {best}", values)
+    full = conn.execute(f"WITH {terms}, {lexical.ranked_sql('memories')} {best}", values)
     return bool(pruned), head.fetchall(), full.fetchall()
 
 
