@@ -463,6 +463,54 @@ def test_a_long_step_inserted_before_the_output_makes_it_late_for_a_clock_depend
     assert verdict(old, after, dependent) == []  # the long step comes after what it reads
 
 
+def test_a_duration_spelled_in_words_counts_like_one_in_digits() -> None:
+    old = proc(
+        "a",
+        "ship the nightly logs",
+        ["logs"],
+        [("Start", "at 23:00"), ("Copy", "copy the logs to /srv/inbox/"), ("Pack", "pack them")],
+    )
+    dependent = proc("b", "index the logs", ["search"], [("Read", "at 23:50 read /srv/inbox/")])
+    slow = replace(
+        old,
+        steps=(
+            Step("Start", "at 23:00"),
+            Step("Pack", "pack them (roughly three hours)"),
+            Step("Copy", "copy the logs to /srv/inbox/"),
+        ),
+    )
+    quick = replace(
+        slow, steps=(slow.steps[0], Step("Pack", "pack them in half a minute"), slow.steps[2])
+    )
+    assert verdict(old, slow, dependent) == ["later_output"]
+    assert verdict(old, quick, dependent) == []
+
+
+def test_a_step_held_for_a_stated_time_delays_a_dependent_that_waits_a_fixed_time() -> None:
+    old = proc(
+        "a", "publish the site", ["site"], [("Upload", "upload the build"), ("Swap", "swap")]
+    )
+    dependent = proc(
+        "b",
+        "check the site",
+        ["site"],
+        [("Wait", "sleep 300 once the upload starts"), ("Probe", "probe the site")],
+    )
+    held = replace(
+        old,
+        steps=(
+            old.steps[0],
+            Step("Soak", "keep it on the staging slot for 20 minutes"),
+            old.steps[1],
+        ),
+    )
+    brief = replace(
+        held, steps=(old.steps[0], Step("Soak", "keep it on staging for 2 minutes"), old.steps[1])
+    )
+    assert verdict(old, held, dependent) == ["later_output"]
+    assert verdict(old, brief, dependent) == []
+
+
 def test_a_start_moved_past_the_dependents_clock_time_is_late() -> None:
     old = proc("a", "fetch rates", ["rates"], [("Fetch", "Cron 05:00: download rates.csv")])
     new = proc("a", "fetch rates", ["rates"], [("Fetch", "Cron 07:30: download rates.csv")])

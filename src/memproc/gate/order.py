@@ -119,7 +119,7 @@ _WAIT = re.compile(
     re.I,
 )
 _TAKES = re.compile(
-    r"\b(?:takes?|took|adds?|lasts?|runs? for|needs?)\s+(?:about\s+|around\s+|~)?(\d+(?:\.\d+)?"
+    r"\b(?:takes?|took|adds?|lasts?|runs? for|needs?|for)\s+(?:about\s+|around\s+|~)?(\d+(?:\.\d+)?"
     r"\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m))\b|~(\d+(?:\.\d+)?\s*(?:min\w*|h\w*))",
     re.I,
 )
@@ -127,7 +127,7 @@ _TAKES = re.compile(
 
 # A duration a step states for itself: "(about 75 min)", "about 5 hours", "~25 minutes".
 _ABOUT = re.compile(
-    r"(?:\babout|\baround|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
+    r"(?:\babout|\baround|\broughly|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
     r"hours?|hrs?|h|m))\b",
     re.I,
 )
@@ -167,7 +167,9 @@ def _stated_minutes(procedure: Procedure) -> float:
 
 
 def _step_minutes(text: str) -> float:
-    """The durations a step states for itself: "takes 40 minutes", "(about 2.5 h)"."""
+    """The durations a step states for itself: "takes 40 minutes", "(about 2.5 h)", "watch
+    it for half an hour"."""
+    text = schedule.with_digits(text)
     total = 0.0
     for match in _ABOUT.finditer(text):
         total += schedule.duration(match.group(1)) or 0.0

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from memproc.gate import lexicon as lx
+
 _CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)\s*(am|pm)?\b", re.I)
 _CLOCK_AMPM = re.compile(r"\b(1[0-2]|0?[1-9])\s*(am|pm)\b", re.I)
 _CRON = re.compile(r"\b(\d{1,2})\s+(\d{1,2})\s+[\d*/,-]+\s+[\d*/,-]+\s+[\d*/,A-Za-z-]+")
@@ -65,6 +67,23 @@ def duration(text: str) -> float | None:
         total += float(match.group(1)) * _UNIT_MINUTES[match.group(2)[0].lower()]
         found = True
     return total if found else None
+
+
+# A number written as a word before a unit of time ("two hours", "an hour", "half an hour"):
+# English number words from the lexicon, and "half" as the fraction it names.
+_TIME_UNIT = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)\b"
+_HALF = re.compile(r"\bhalf\s+(?:an?\s+)?" + _TIME_UNIT, re.I)
+_WORD_NUMBER = re.compile(
+    r"\b(" + "|".join(sorted(lx.NUMBER_WORDS, key=len, reverse=True)) + r")\s+" + _TIME_UNIT,
+    re.I,
+)
+
+
+def with_digits(text: str) -> str:
+    """The text with durations spelled in words written in digits ("about two hours" ->
+    "about 2 hours"), so that a duration reads the same however a person wrote it."""
+    text = _HALF.sub(lambda m: f"0.5 {m.group(1)}", text)
+    return _WORD_NUMBER.sub(lambda m: f"{lx.NUMBER_WORDS[m.group(1).lower()]} {m.group(2)}", text)
 
 
 @dataclass(frozen=True)
