@@ -397,6 +397,27 @@ def test_a_bound_set_where_there_was_none_cuts_off_what_lies_past_it() -> None:
     assert verdict(old, new, short_query) == []
 
 
+def test_a_step_that_says_how_long_it_runs_is_measured_by_that_not_by_its_data_window() -> None:
+    old = proc("a", "tune the warehouse", ["ClickHouse"], [("edit users.xml", "")])
+    new = proc(
+        "a", "tune the warehouse", ["ClickHouse"], [("edit users.xml", "max_execution_time = 60s")]
+    )
+    quick = proc(
+        "b",
+        "churn digest",
+        ["ClickHouse"],
+        [("query churn", "count cancellations over the past 90 days; takes about 4 seconds")],
+    )
+    slow = replace(
+        quick,
+        steps=(
+            Step("query churn", "count cancellations over the past 90 days; takes about 8 minutes"),
+        ),
+    )
+    assert verdict(old, new, quick) == []
+    assert verdict(old, new, slow) == ["tightened_limit"]
+
+
 def test_a_renewal_period_past_a_shortened_lease() -> None:
     old = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 90s")])
     new = proc("a", "run the lock service", ["Consul"], [("sessions", "session_ttl: 20s")])
@@ -952,6 +973,12 @@ def _new_demand_texts(old_pre: list[str], new_pre: list[str]) -> list[str]:
 def test_a_precondition_reworded_in_place_is_no_new_demand() -> None:
     was = ["admins unlock the ledger vault with a hardware key"]
     now = ["operators present a security token to open the ledger vault"]
+    assert _new_demand_texts(was, now) == []
+
+
+def test_a_precondition_reworded_from_a_compound_noun_to_its_verb_is_no_new_demand() -> None:
+    was = ["a written handover to whoever takes the pager"]
+    now = ["the outgoing engineer hands over each open incident in writing"]
     assert _new_demand_texts(was, now) == []
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memproc.gate import lexicon as lx
-from memproc.gate import sequence, units, values
+from memproc.gate import schedule, sequence, units, values
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
 
@@ -222,7 +222,9 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
         # Read the dependent in the bound's terms: "6g" is memory beside a memory limit, and
         # "3 m" a length beside a height limit.
         memory, length = bound.new.dimension == "size", bound.new.dimension == "length"
-        for q in units.scan(text, memory=memory, length=length):
+        # Against a limit on time, a step that says how long it runs needs that long.
+        running = schedule.run_times(text) if bound.new.dimension == "time" else []
+        for q in units.scan(" ; ".join(running) or text, memory=memory, length=length):
             dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"
             if dimension != bound.new.dimension:
                 continue

@@ -390,7 +390,19 @@ def restates(d: Demand, was: str | None) -> bool:
     if not all(any(identifiers.same(i, o) for o in old.idents) for i in d.idents):
         return False  # it names something the old rule did not
     words = [t for t in d.terms if not t.startswith("q:")]
-    return any(equivalent(t, o) for t in words for o in old.terms if not o.startswith("q:"))
+    return any(_same_or_part(t, o) for t in words for o in old.terms if not o.startswith("q:"))
+
+
+# The shortest stem that counts as a part of a compound ("lock" in "lockout", "back" in
+# "backup"): shorter ones are prefixes of too many unrelated words.
+_PART_CHARS = 4
+
+
+def _same_or_part(a: str, b: str) -> bool:
+    """The same term, or one the head of the other written as a compound: rewording
+    turns "a rollback" into "roll it back" and "a hand-off" into "hand it off"."""
+    short, long = sorted((a, b), key=len)
+    return equivalent(a, b) or (len(short) >= _PART_CHARS and long.startswith(short))
 
 
 def already(d: Demand, old: Facts) -> bool:

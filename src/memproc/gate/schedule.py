@@ -86,6 +86,23 @@ def with_digits(text: str) -> str:
     return _WORD_NUMBER.sub(lambda m: f"{lx.NUMBER_WORDS[m.group(1).lower()]} {m.group(2)}", text)
 
 
+# How long a step says it runs: "runs in about 2 s", "takes 40 min", "done within an hour"
+# (English verbs of duration and completion).
+_RUN_TIME = re.compile(
+    r"\b(?:runs?|ran|finish\w*|complet\w*|done|takes?|took|lasts?)\s+(?:in\s+|within\s+|for\s+)?"
+    r"(?:about\s+|around\s+|roughly\s+|under\s+|~\s*)?\d+(?:\.\d+)?\s*"
+    r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b",
+    re.I,
+)
+
+
+def run_times(text: str) -> list[str]:
+    """The phrases in which a step says how long it runs. A step that says so needs that
+    long; the other durations it names (a query's window of "the last 30 days", a retention
+    it reads about) are not time it spends running."""
+    return [m.group(0) for m in _RUN_TIME.finditer(with_digits(text))]
+
+
 @dataclass(frozen=True)
 class Moment:
     """A point in one of two frames: `clock` (minutes after midnight) or `offset` (minutes
