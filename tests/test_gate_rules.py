@@ -927,6 +927,33 @@ def test_an_object_store_policy_narrowed_from_a_wildcard() -> None:
     assert verdict(old, new, uploader) == ["tightened_limit"]
 
 
+@pytest.mark.parametrize(
+    ("access", "breaks"),
+    [
+        ("guests have no access; staff may view and edit pages", True),
+        ("guests may view pages but not edit them; staff may edit", False),
+    ],
+)
+def test_access_taken_from_callers_without_credentials_breaks_one_that_calls_so(
+    access: str, breaks: bool
+) -> None:
+    old = proc("a", "run the team wiki", ["Confluence"], [("Access", "guests may view pages")])
+    new = replace(old, steps=(Step("Access", access),))
+    mirror = proc(
+        "b",
+        "mirror the wiki",
+        ["Confluence", "nginx"],
+        [("Pull", "wget -r https://wiki.example.org/ without credentials"), ("Serve", "nginx")],
+    )
+    signed_in = replace(
+        mirror,
+        id="c",
+        steps=(Step("Pull", "wget -r https://wiki.example.org/ with the bot token"),),
+    )
+    assert verdict(old, new, mirror) == (["tightened_limit"] if breaks else [])
+    assert verdict(old, new, signed_in) == []
+
+
 def test_a_step_that_stops_deleting_rows_is_no_narrowed_grant() -> None:
     old = proc(
         "a",

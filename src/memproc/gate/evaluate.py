@@ -138,6 +138,7 @@ class _Reading:
             *measures.changed_measures(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
             *grants.narrowed_grants(old, new, dependent),
+            *grants.anonymous_callers(old, new, dependent),
         ]
 
 

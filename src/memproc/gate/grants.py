@@ -7,6 +7,10 @@ delete) from the words and action names it lists (`sqs:SendMessage`, `GRANT SELE
 revision narrows it when a paired step now allows fewer kinds. A dependent sharing its
 surface breaks when one of its steps does a kind of action the grant no longer allows, on
 the service or resource the grant names (`sqs.purge_queue`, `DELETE FROM ledger.rows`).
+
+Callers who present no credentials are one principal under many names. When the revision
+takes from it what it could do before, a dependent on the same system that calls without
+credentials loses that access, whatever the grant's own wording.
 """
 
 from __future__ import annotations
@@ -36,6 +40,24 @@ GRANT_WORDS = lx.words(
 )
 _WILDCARD = re.compile(r"(?:\w:\*(?![\w/])|[\"']\*[\"']|\ball\s+privileges\b)", re.I)
 _WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
+
+
+# The names access-control systems give to callers who present no credentials: RBAC's
+# unauthenticated group, object stores' all-users grantee, file shares' guest, web servers'
+# and build servers' anonymous user (general knowledge of access control).
+ANONYMOUS_PRINCIPALS = lx.words("anonymous unauthenticated allusers guest guests everyone")
+# A call made without credentials, as runbooks say it (English).
+_NO_CREDENTIALS = re.compile(
+    r"\b(?:no|without)\s+(?:any\s+)?(?:credentials?|auth\w*|login|token|api[\s_-]?key)\b"
+    r"|\banonymous(?:ly)?\b|\bunauthenticated\b",
+    re.I,
+)
+# A principal given nothing: "no access", "without any permissions", "revoked" (English).
+_NOTHING = re.compile(
+    r"\b(?:no|without)\s+(?:\w+\s+){0,2}?(?:permissions?|access|rights|privileges)\b"
+    r"|\b(?:revoked?|removed|denied)\b",
+    re.I,
+)
 
 
 def _kinds(text: str) -> set[str]:
@@ -82,6 +104,54 @@ def narrowed_grants(old: Facts, revision: Facts, dependent: Facts) -> list[Findi
             done = _kinds(text.replace("*", "")) & lost
             if done:
                 return [_finding(dependent, where, source, done)]
+    return []
+
+
+def _anonymous_kinds(text: str) -> set[str] | None:
+    """What the no-credentials principal may do per a step's text; None when the step does
+    not name it. Read clause by clause: "guests may read; staff may write" gives guests
+    read only."""
+    found: set[str] | None = None
+    for clause in re.split(r"[;\n]|\.\s", text):
+        names = {w.lower() for w in re.findall(r"[A-Za-z]+", clause)}
+        if not names & ANONYMOUS_PRINCIPALS:
+            continue
+        kinds = set() if _NOTHING.search(clause) else _kinds(clause)
+        found = (found or set()) | kinds
+    return found
+
+
+def anonymous_access_lost(old: Facts, revision: Facts) -> list[tuple[str, set[str]]]:
+    """(where, kinds) for each paired step that takes kinds of action from callers with no
+    credentials."""
+    found = []
+    before, after = old.procedure.steps, revision.procedure.steps
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
+        was = _anonymous_kinds(_text(before[i]))
+        if not was:
+            continue
+        now = _anonymous_kinds(_text(after[j])) or set()
+        if was - now:
+            found.append((f"step {j + 1}", was - now))
+    return found
+
+
+def anonymous_callers(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """A dependent that calls without credentials, where the revision takes from such
+    callers a kind of action it does (a bare call at least reads)."""
+    for where, lost in anonymous_access_lost(old, revision):
+        for source, text in dependent.texts:
+            if not source.startswith("step") or not _NO_CREDENTIALS.search(text):
+                continue
+            done = (_kinds(text) or {"read"}) & lost
+            if done:
+                kinds = ", ".join(sorted(done))
+                detail = (
+                    f"the revision takes {kinds} from callers without credentials ({where}); "
+                    f"the dependent calls without credentials ({source})"
+                )
+                evidence = {"revision": where, "dependent": source, "kinds": kinds}
+                return [Finding(dependent.procedure.id, "tightened_limit", detail, evidence)]
     return []
 
 
