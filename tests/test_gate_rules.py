@@ -77,6 +77,11 @@ def test_quantities_are_normalized(text: str, dimension: str, values: list[float
     assert [pytest.approx(q.value) for q in found] == values
 
 
+def test_an_option_whose_value_is_a_setting_yields_that_setting() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("--override cache.ttl=90", "step 1")}
+    assert ("cache.ttl", "90") in read
+
+
 def test_settings_are_read_in_every_form_and_compared_by_key() -> None:
     read = {(s.key, s.value) for s in settings_of_text("pool_size = 40, --threads 8", "step 1")}
     assert read == {("pool_size", "40"), ("threads", "8")}
@@ -416,6 +421,34 @@ def test_a_step_that_says_how_long_it_runs_is_measured_by_that_not_by_its_data_w
     )
     assert verdict(old, new, quick) == []
     assert verdict(old, new, slow) == ["tightened_limit"]
+
+
+@pytest.mark.parametrize(
+    ("keep", "replay", "breaks"),
+    [
+        ("259200000", "replay orders-eu from Saturday 08:00 to Tuesday 08:00", False),
+        ("86400000", "replay orders-eu from Saturday 08:00 to Tuesday 08:00", True),
+        ("86400000", "replay orders-eu from Sunday 08:00 to Sunday 20:00", False),
+        ("86400000", "staff the desk from Saturday to Tuesday; replay orders-eu", False),
+    ],
+)
+def test_a_shortened_retention_breaks_a_dependent_covering_a_longer_stretch_of_the_week(
+    keep: str, replay: str, breaks: bool
+) -> None:
+    old = proc(
+        "a",
+        "operate the orders stream",
+        ["Redpanda"],
+        [("Topic", "rpk topic alter-config orders-eu --set-config retention.ms=604800000")],
+    )
+    new = replace(
+        old,
+        steps=(
+            Step("Topic", f"rpk topic alter-config orders-eu --set-config retention.ms={keep}"),
+        ),
+    )
+    dependent = proc("b", "rebuild the order index", ["Redpanda"], [("Replay", replay)])
+    assert verdict(old, new, dependent) == (["tightened_limit"] if breaks else [])
 
 
 def test_a_renewal_period_past_a_shortened_lease() -> None:

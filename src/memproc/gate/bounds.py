@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from memproc.gate import identifiers, schedule, sequence, units, values
 from memproc.gate import lexicon as lx
-from memproc.gate import schedule, sequence, units, values
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
 
@@ -235,10 +235,44 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
     return None
 
 
+def span_in_band(
+    bound: Bound, revision: Facts, dependent: Facts
+) -> tuple[str, units.Quantity] | None:
+    """A stretch of the week the dependent covers ("replays the queue from Friday to
+    Monday") that a shortened time limit no longer keeps, in a step that names a resource
+    the revision names: a span of days in an unrelated step is a schedule, not data kept."""
+    if bound.new.dimension != "time" or bound.direction != "upper":
+        return None
+    # A hyphenated name counts here ("orders-eu"): beside a shortened limit and a span of
+    # days in the same step, a shared one is the resource the limit keeps.
+    kinds = identifiers.NAMING_KINDS | {"hyphenated"}
+    theirs = [i for i in revision.identifiers if i.kind in kinds]
+    for source, text in dependent.texts:
+        if not source.startswith("step"):
+            continue
+        for clause in values.segments(text):
+            hit = _span_named(bound, clause, theirs)
+            if hit is not None:
+                return source, hit
+    return None
+
+
+def _span_named(
+    bound: Bound, clause: str, theirs: list[identifiers.Identifier]
+) -> units.Quantity | None:
+    named = any(identifiers.same(a, b) for a in identifiers.find(clause) for b in theirs)
+    if named:
+        for minutes in schedule.week_spans(clause):
+            if bound.new.value < minutes * 60 <= bound.old.value:
+                said = f"{minutes / 1440:g} days" if minutes % 1440 == 0 else f"{minutes / 60:g} h"
+                return units.Quantity("time", minutes * 60, said)
+    return None
+
+
 def tightened_bounds(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     findings = []
     for bound in tightened(old.procedure, revision.procedure):
-        hit = needs_in_band(bound, dependent)
+        hit = needs_in_band(bound, dependent) or span_in_band(bound, revision, dependent)
         if hit is None:
             continue
         source, quantity = hit

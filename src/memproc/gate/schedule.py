@@ -240,3 +240,33 @@ def runs_at(text: str) -> tuple[int | None, int | None] | None:
     if not found and at is None:
         return None
     return (min(found) if len(found) == 1 else None), at
+
+
+# -- spans of the week ---------------------------------------------------------------------------
+
+# "from Friday 18:00 through Monday", "from Sat to Tue 06:00": English range words.
+_SPAN = re.compile(
+    rf"\bfrom\s+(?P<a>{_DAY.pattern})(?P<at>[^;,|]{{0,24}}?)\s+"
+    rf"(?:through|thru|to|until|till)\s+(?P<b>{_DAY.pattern})(?P<bt>[^;,|]{{0,12}})",
+    re.I,
+)
+
+
+def week_spans(text: str) -> list[float]:
+    """The spans, in minutes, that a text covers from one day of the week to another: "from
+    Friday 18:00 through Monday 06:00" is 60 hours. Without times of day, whole days apart
+    (Friday to Monday: three days)."""
+    found = []
+    for match in _SPAN.finditer(text):
+        start, end = _day_index(match["a"]), _day_index(match["b"])
+        days = (end - start) % 7 or 7
+        at, until = clock(match.group("at")), clock(match.group("bt"))
+        minutes = days * 1440.0 + ((until - at) if at is not None and until is not None else 0)
+        found.append(minutes)
+    return found
+
+
+def _day_index(word: str) -> int:
+    """0 for Monday: the word as `_DAY` matched it ("Fridays" too)."""
+    word = word.lower()
+    return _DAYS[word] if word in _DAYS else _DAYS[word[:-1]]

@@ -116,6 +116,8 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
         if attached:  # `-A3 'api'`: 3 is the option's value, 'api' an operand
             key, value = attached.groups()
         found.append(Setting(normalize_key(key), _clean(value), where, segment, key))
+        if "=" in value:  # `--set-config cache.size=512m`: the option carries a setting
+            found += _read_segment(value, where)
     pairs = list(_PAIRS.finditer(segment))
     if len(pairs) >= 2 and not segment.lstrip().startswith("-"):
         for match in pairs:
