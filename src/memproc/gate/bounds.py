@@ -244,7 +244,7 @@ def span_in_band(
     if bound.new.dimension != "time" or bound.direction != "upper":
         return None
     # A hyphenated name counts here ("orders-eu"): beside a shortened limit and a span of
-    # days in the same step, a shared one is the resource the limit keeps.
+    # days in one clause, a shared one is the resource the limit keeps.
     kinds = identifiers.NAMING_KINDS | {"hyphenated"}
     theirs = [i for i in revision.identifiers if i.kind in kinds]
     for source, text in dependent.texts:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 
-from memproc.gate import identifiers, schedule, sequence
+from memproc.gate import identifiers, schedule, sequence, timeline
 from memproc.gate import lexicon as lx
 from memproc.gate.exposure import content_tokens
 from memproc.gate.facts import Facts
-from memproc.gate.model import Finding, Procedure, Undecided
+from memproc.gate.model import Finding, Procedure, Step, Undecided
 from memproc.gate.text import equivalent, split_clauses, stem
 
 # Words that open a step waiting for an event: English subordinators of time, and the verbs
@@ -109,28 +109,15 @@ def moved_past_signal(old: Facts, revision: Facts, dependent: Facts) -> list[Fin
 
 # -- timing ----------------------------------------------------------------------------------------
 
-# Words that say when something is over (English): "done by 07:00", "ends ~05:30".
-_END_WORDS = r"finish\w*|ends?|ended|done|ready|complet\w*|until|lands?"
-_CLOCK_TEXT = r"\D{0,12}?(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?)"
-_END = re.compile(rf"\b(?:{_END_WORDS})\b{_CLOCK_TEXT}", re.I)
+_END = re.compile(rf"\b(?:{timeline.END_WORDS})\b{timeline.CLOCK_TEXT}", re.I)
 _WAIT = re.compile(
     r"\b(?:wait\w*|sleep\w*|pause\w*|after)\s+(?:for\s+)?(?:about\s+|~)?(\d+(?:\.\d+)?\s*"
     r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h))\b",
     re.I,
 )
-_TAKES = re.compile(
-    r"\b(?:takes?|took|adds?|lasts?|runs? for|needs?|for)\s+(?:about\s+|around\s+|~)?(\d+(?:\.\d+)?"
-    r"\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m))\b|~(\d+(?:\.\d+)?\s*(?:min\w*|h\w*))",
-    re.I,
-)
-
-
-# A duration a step states for itself: "(about 75 min)", "about 5 hours", "~25 minutes".
-_ABOUT = re.compile(
-    r"(?:\babout|\baround|\broughly|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*(?:seconds?|secs?|minutes?|mins?|"
-    r"hours?|hrs?|h|m))\b",
-    re.I,
-)
+# Words that make a time of day in a step the time it runs (English): "daily at 06:00",
+# "cron 0 3 * * *", "runs in the 23:30 slot".
+_SCHEDULED = re.compile(r"\b(?:at|daily|every|cron|runs?|slot)\b", re.I)
 
 
 def _ready_at(procedure: Procedure) -> int | None:
@@ -147,7 +134,7 @@ def _runs_at(dependent: Procedure) -> int | None:
     opens with its time of day ("07:15: import the files")."""
     texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
     for text, step in zip(texts, [None, *dependent.steps], strict=True):
-        scheduled = bool(text) and bool(re.search(r"\b(?:at|daily|every|cron)\b", text, re.I))
+        scheduled = bool(text) and bool(_SCHEDULED.search(text))
         opens = step is not None and any(
             _OPENING_CLOCK.match(t) for t in (step.action, step.detail)
         )
@@ -162,28 +149,13 @@ def _runs_at(dependent: Procedure) -> int | None:
 _OPENING_CLOCK = re.compile(r"\s*\d{1,2}[:.h]\d{2}(?:\s*(?:am|pm))?\s*[:\-–]", re.I)
 
 
-def _stated_minutes(procedure: Procedure) -> float:
-    return sum(_step_minutes(f"{step.action} {step.detail}") for step in procedure.steps)
-
-
-def _step_minutes(text: str) -> float:
-    """The durations a step states for itself: "takes 40 minutes", "(about 2.5 h)", "watch
-    it for half an hour"."""
-    text = schedule.with_digits(text)
-    total = 0.0
-    for match in _ABOUT.finditer(text):
-        total += schedule.duration(match.group(1)) or 0.0
-    for match in _TAKES.finditer(text):
-        if not _ABOUT.search(match.group(0)):
-            total += schedule.duration(match.group(1) or match.group(2)) or 0.0
-    return total
-
-
 def _waits(dependent: Procedure) -> float | None:
-    """A fixed wait of the dependent after the revised procedure starts, in minutes."""
-    when = schedule.schedule(dependent.trigger)
-    if when is not None and when.moment is not None and when.moment.frame == "offset":
-        return when.moment.minutes
+    """A fixed wait of the dependent after the revised procedure starts, in minutes: its
+    trigger or a step that says so ("20m after 'build' starts", "sleep 600")."""
+    for text in [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]:
+        when = schedule.schedule(text)
+        if when is not None and when.moment is not None and when.moment.frame == "offset":
+            return when.moment.minutes
     for step in dependent.steps:  # the first fixed wait, however it is written
         text = f"{step.action} {step.detail}"
         match = _WAIT.search(text)
@@ -206,12 +178,12 @@ def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
     old_at, new_at, due = _ready_at(before), _ready_at(after), _runs_at(other)
     if old_at is not None and new_at is not None and due is not None and old_at <= due < new_at:
         return [_late(dependent, f"done by {_hhmm(new_at)} (was {_hhmm(old_at)})", _hhmm(due))]
-    if due is not None:
-        late = _output_later(before, after, dependent, due)
+    wait = _waits(other)
+    if (due is not None or wait is not None) and before.steps and after.steps:
+        late = _output_later(before, after, dependent, due, wait)
         if late:
             return [late]
-    wait = _waits(other)
-    old_total, new_total = _stated_minutes(before), _stated_minutes(after)
+    old_total, new_total = timeline.stated_minutes(before), timeline.stated_minutes(after)
     if wait is not None and new_total > old_total and old_total <= wait < new_total:
         said = f"about {new_total:g} minutes of stated work (was {old_total:g})"
         return [_late(dependent, said, f"{wait:g} minutes after it starts")]
@@ -231,46 +203,6 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
     )
 
 
-# -- the timeline: when each step is done ----------------------------------------------------------
-
-# The same, and "by 06:40": in a step's own text, a time it is done by.
-_END_CLOCK = re.compile(rf"\b(?:by|{_END_WORDS})\b{_CLOCK_TEXT}", re.I)
-
-
-def timeline(procedure: Procedure) -> list[float | None]:
-    """When each step is done, in minutes after midnight of the day it starts (past 1440 on
-    the next day); None where the procedure states no time at all.
-
-    The procedure starts at the first time of day it states (its trigger, or a step "at
-    01:00"): a step written before that one runs in the same chain, so it runs from then. A
-    step that states its own time waits for it; one that states a duration takes it; one
-    that says when it is done ("by about 06:40") is done no earlier than that. The stated
-    times can be stale after a revision inserts a long step; the durations keep the
-    chain honest."""
-    texts = [f"{step.action} {step.detail}" for step in procedure.steps]
-    start = _first_time(procedure)
-    if start is None:
-        return [None] * len(texts)
-    now, done = float(start), list[float | None]()
-    for text in texts:
-        at = _start(text)
-        if at is not None:
-            now = max(now, at + (1440 if at + 720 < start else 0))
-        now += _step_minutes(text)
-        for match in _END_CLOCK.finditer(text):
-            end = schedule.clock(match.group(1))
-            if end is not None:
-                now = max(now, end + (1440 if end + 720 < start else 0))
-        done.append(now)
-    return done
-
-
-def _start(text: str) -> int | None:
-    """A time of day the text starts something at, not one it is done by."""
-    without_ends = _END_CLOCK.sub(" ", text)
-    return schedule.clock(without_ends)
-
-
 def _output_step(procedure: Procedure, dependent: Facts) -> int:
     """The last step of `procedure` that shares an identifier or a content word with the
     dependent: what the dependent reads was made by then. The last step if none does."""
@@ -285,38 +217,43 @@ def _output_step(procedure: Procedure, dependent: Facts) -> int:
 
 
 def _output_later(
-    before: Procedure, after: Procedure, dependent: Facts, due: int
+    before: Procedure, after: Procedure, dependent: Facts, due: int | None, wait: float | None
 ) -> Finding | None:
-    """What the dependent reads is now done after the time it runs, and was done before it."""
-    if not before.steps or not after.steps:
-        return None
-    old_times, new_times = timeline(before), timeline(after)
+    """What the dependent reads is now done after the time it runs (a time of day `due`,
+    or `wait` minutes after the procedure starts), and was done before it. Arriving just
+    as the dependent runs is late: nothing says which comes first."""
     j = _output_step(after, dependent)
-    pairing = sequence.pair(before, after)
-    back = {b: a for a, b in pairing.pairs.items()}
+    back = {b: a for a, b in sequence.pair(before, after).pairs.items()}
     i = back.get(j, _output_step(before, dependent))
-    old_done, new_done, start = old_times[i], new_times[j], _first_time(before)
-    if old_done is None or new_done is None or start is None:
+    old, new = timeline.revised(before, after)
+    step = after.steps[j].action
+    if due is not None and old.frame == new.frame == "clock":
+        deadline = due + (1440 if due < old.start else 0)
+        was, now = old.done[i], new.done[j]
+        if was <= deadline <= now and now > was:
+            at, then = _hhmm(int(now) % 1440), _hhmm(int(was) % 1440)
+            said = f"done with '{step}' at about {at} (was {then})"
+            return _late(dependent, said, _hhmm(due))
+    if due is not None:
+        moved = _stated_clock_moved(before.steps[i], after.steps[j], due)
+        if moved:
+            return _late(dependent, moved, _hhmm(due))
+    if wait is not None and old.frame == new.frame:
+        was, now = old.after_start(i), new.after_start(j)
+        if was <= wait <= now and now > was:
+            said = f"done with '{step}' about {now:g} minutes after it starts (was {was:g})"
+            return _late(dependent, said, f"{wait:g} minutes after it starts")
+    return None
+
+
+def _stated_clock_moved(was: Step, now: Step, due: int) -> str | None:
+    """The step that makes what the dependent reads states a time of day (when it is done,
+    or when it happens) that moved from before the dependent's time to after it."""
+    old_at = schedule.clock(f"{was.action} {was.detail}")
+    new_at = schedule.clock(f"{now.action} {now.detail}")
+    if old_at is None or new_at is None or not old_at <= due < new_at:
         return None
-    deadline = due + (1440 if due < start else 0)
-    if old_done <= deadline < new_done:
-        step = after.steps[j].action
-        return _late(
-            dependent,
-            f"done with '{step}' at about {_hhmm(int(new_done) % 1440)} "
-            f"(was {_hhmm(int(old_done) % 1440)})",
-            _hhmm(due),
-        )
-    return None
-
-
-def _first_time(procedure: Procedure) -> int | None:
-    """The first time of day the procedure starts something at: its trigger, else a step."""
-    for text in [procedure.trigger or ""] + [f"{s.action} {s.detail}" for s in procedure.steps]:
-        at = _start(text)
-        if at is not None:
-            return at
-    return None
+    return f"at about {_hhmm(new_at)} with '{now.action}' (was {_hhmm(old_at)})"
 
 
 # -- a step moved onto the dependent's clock time ----------------------------------------------
@@ -351,11 +288,12 @@ def moved_onto(old: Facts, revision: Facts, dependent: Facts) -> Undecided | Non
 
 def _windows(procedure: Procedure) -> dict[int, tuple[float, float] | None]:
     """Each step's (start, done) in minutes, for a step that states its own start time."""
-    done = timeline(procedure)
+    chain = timeline.read(procedure)
     found: dict[int, tuple[float, float] | None] = {}
     for index, step in enumerate(procedure.steps):
-        start, end = _start(f"{step.action} {step.detail}"), done[index]
-        found[index] = (start, end) if start is not None and end is not None else None
+        start = timeline.start_at(f"{step.action} {step.detail}")
+        clocked = start is not None and chain.frame == "clock"
+        found[index] = (start, chain.done[index]) if clocked and start is not None else None
     return found
 
 

@@ -86,7 +86,7 @@ def with_digits(text: str) -> str:
     return _WORD_NUMBER.sub(lambda m: f"{lx.NUMBER_WORDS[m.group(1).lower()]} {m.group(2)}", text)
 
 
-# How long a step says it runs: "runs in about 2 s", "takes 40 min", "done within an hour"
+# How long a step says it runs: "finishes in under 9 s", "takes 40 min", "done within an hour"
 # (English verbs of duration and completion).
 _RUN_TIME = re.compile(
     r"\b(?:runs?|ran|finish\w*|complet\w*|done|takes?|took|lasts?)\s+(?:in\s+|within\s+|for\s+)?"
@@ -98,7 +98,7 @@ _RUN_TIME = re.compile(
 
 def run_times(text: str) -> list[str]:
     """The phrases in which a step says how long it runs. A step that says so needs that
-    long; the other durations it names (a query's window of "the last 30 days", a retention
+    long; the other durations it names (a query's window of "the past 90 days", a retention
     it reads about) are not time it spends running."""
     return [m.group(0) for m in _RUN_TIME.finditer(with_digits(text))]
 

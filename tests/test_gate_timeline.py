@@ -1,0 +1,158 @@
+"""When each step of a procedure is done, and dependents that a later output now misses.
+
+Workflows written for this test: a kiln, a nightly report, a build farm, a print run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from memproc.gate import Procedure, Step, assess, index_keys, probe_keys, timeline
+
+
+def proc(pid: str, name: str, entities: list[str], steps: list[tuple[str, str]]) -> Procedure:
+    return Procedure(
+        id=pid, name=name, steps=tuple(Step(*s) for s in steps), entity_names=tuple(entities)
+    )
+
+
+def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
+    if not index_keys(dependent) & probe_keys(old, new):
+        return []
+    result = assess(old, new, [dependent])
+    return [f.pattern for f in result.findings] + [f"undecided:{u.why}" for u in result.undecided]
+
+
+@pytest.mark.parametrize(
+    ("detail", "minutes"),
+    [
+        ("25 min at 60 °C in the oven", 25.0),
+        ("glaze, then about two hours to cool", 120.0),
+        ("hold the setpoint for half an hour", 30.0),
+        ("takes 40 minutes", 40.0),
+        ("open the valve about 15 minutes after the firing starts", 0.0),
+        ("check every 5 minutes", 0.0),
+    ],
+)
+def test_the_durations_a_step_states_for_itself(detail: str, minutes: float) -> None:
+    assert timeline.step_minutes(Step("Fire", detail)) == pytest.approx(minutes)
+
+
+def test_a_step_kept_word_for_word_takes_as_long_as_it_did_when_its_stated_end_is_stale() -> None:
+    old = proc(
+        "a",
+        "nightly ledger",
+        ["ledger"],
+        [("Start", "begins at 01:00"), ("Summarise", "build ledger_daily, done by 02:30")],
+    )
+    new = replace(
+        old,
+        steps=(old.steps[0], Step("Re-key", "re-key the archive (about 2 h)"), old.steps[1]),
+    )
+    before, after = timeline.revised(old, new)
+    assert before.done == (60.0, 150.0)
+    assert after.done == (60.0, 180.0, 270.0)  # 90 minutes of summarising after the re-key
+
+
+def test_a_revision_that_states_no_time_of_day_starts_when_the_old_version_did() -> None:
+    old = proc("a", "kiln", ["kiln"], [("Load", "starts 22:00"), ("Fire", "about 3 hours")])
+    new = replace(old, steps=(Step("Dry", "about 1 hour"), Step("Fire", "about 3 hours")))
+    _, after = timeline.revised(old, new)
+    assert after.frame == "clock"
+    assert after.done == (1380.0, 1560.0)
+
+
+def test_an_output_moved_behind_a_long_step_is_late_for_a_dependent_at_a_clock_time() -> None:
+    old = proc(
+        "a",
+        "nightly ledger",
+        ["ledger"],
+        [("Start", "begins at 01:00"), ("Summarise", "build ledger_daily, done by 02:30")],
+    )
+    slow = replace(
+        old,
+        steps=(old.steps[0], Step("Re-key", "re-key the archive (about 2 h)"), old.steps[1]),
+    )
+    after = replace(
+        old,
+        steps=(old.steps[0], old.steps[1], Step("Re-key", "re-key the archive (about 2 h)")),
+    )
+    report = proc("b", "ledger report", ["ledger"], [("Read", "daily at 03:30 read ledger_daily")])
+    assert verdict(old, slow, report) == ["later_output"]
+    assert verdict(old, after, report) == []
+
+
+def test_arriving_just_as_the_dependent_runs_is_late() -> None:
+    old = proc(
+        "a",
+        "nightly ledger",
+        ["ledger"],
+        [("Start", "begins at 01:00, ~30 min"), ("Write", "write ledger_daily.csv")],
+    )
+    new = replace(old, steps=(old.steps[0], Step("Check", "~30 min"), old.steps[1]))
+    on_time = proc("b", "ledger import", ["ledger"], [("Read", "cron at 02:00 ledger_daily.csv")])
+    early = replace(on_time, steps=(Step("Read", "cron at 02:30 ledger_daily.csv"),))
+    assert verdict(old, new, on_time) == ["later_output"]
+    assert verdict(old, new, early) == []
+
+
+def test_an_output_later_than_a_fixed_wait_after_the_start_is_late() -> None:
+    old = proc(
+        "a",
+        "bake the base image",
+        ["image farm"],
+        [("Build", "about 10 minutes"), ("Tag", "tag base-image as latest")],
+    )
+    hardened = replace(
+        old, steps=(Step("Scan", "CVE scan, about 20 minutes"), old.steps[0], old.steps[1])
+    )
+    rollout = proc(
+        "b",
+        "roll the fleet",
+        ["image farm"],
+        [("Trigger", "15m after 'bake the base image' starts"), ("Roll", "use base-image")],
+    )
+    patient = replace(rollout, steps=(Step("Trigger", "45m after 'bake' starts"), rollout.steps[1]))
+    assert verdict(old, hardened, rollout) == ["later_output"]
+    assert verdict(old, hardened, patient) == []
+
+
+def test_a_stated_moment_after_the_start_is_pushed_back_by_a_step_inserted_before_it() -> None:
+    old = proc(
+        "a",
+        "print run",
+        ["press"],
+        [
+            ("Plate", "about 10 min"),
+            ("Ship", "proofs to /proofs/ about 15 minutes after it starts"),
+        ],
+    )
+    new = replace(old, steps=(old.steps[0], Step("Colour check", "about 25 min"), old.steps[1]))
+    before, after = timeline.revised(old, new)
+    assert before.after_start(1) == 15.0
+    assert after.after_start(2) == 35.0
+
+
+def test_an_output_whose_stated_time_moved_past_the_dependent_is_late() -> None:
+    old = proc(
+        "a",
+        "close the books",
+        ["ledger"],
+        [("Accrue", "post accruals to the ledger, done by 18:00"), ("Lock", "lock the period")],
+    )
+    new = replace(
+        old, steps=(Step("Accrue", "post accruals to the ledger around 20:30"), old.steps[1])
+    )
+    pack = proc("b", "board pack", ["ledger"], [("Pull", "at 19:00 pull the accruals")])
+    assert verdict(old, new, pack) == ["later_output"]
+
+
+def test_a_chain_past_midnight_is_compared_on_the_same_night() -> None:
+    old = proc("a", "night edition", ["press"], [("Lock", "lock the pages at 22:45")])
+    new = replace(old, steps=(Step("Lock", "lock the pages at 00:20"),))
+    plates = proc(
+        "b", "make plates", ["press"], [("Plates", "plate-making runs in its 23:50 slot")]
+    )
+    assert verdict(old, new, plates) == ["later_output"]
