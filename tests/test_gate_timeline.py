@@ -32,7 +32,7 @@ def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
         ("glaze, then about two hours to cool", 120.0),
         ("hold the setpoint for half an hour", 30.0),
         ("takes 40 minutes", 40.0),
-        ("open the valve about 15 minutes after the firing starts", 0.0),
+        ("open the valve 12 min after firing starts", 0.0),
         ("check every 5 minutes", 0.0),
     ],
 )

@@ -2,8 +2,8 @@
 
 Runbooks say when things happen in several ways: a time of day a step starts at ("starts
 01:30", "at 23:00"), a time it is done by ("done by 03:30"), how long it takes ("about 40
-minutes", "takes 2 h", "for half an hour", a detail that opens with "20 min"), or a moment
-after the procedure starts ("about 25 minutes after ingest starts"). Read in order they give
+minutes", "takes 2 h", "for half an hour", a detail that opens with "45 s"), or a moment
+after the procedure starts ("roughly 35 min after the load starts"). Read in order they give
 when each step is done, in one of two frames: minutes after midnight of the day the
 procedure starts, when it states a time of day, else minutes after it starts.
 
@@ -33,15 +33,15 @@ _UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m)"
 _ABOUT = re.compile(
     rf"(?:\babout|\baround|\broughly|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*{_UNIT})\b", re.I
 )
-# "takes 40 minutes", "adds 25 min", "hold it for 30 minutes".
+# "takes 40 minutes", "adds 25 min", "soak it for 12 minutes".
 _TAKES = re.compile(
     rf"\b(?:takes?|took|adds?|lasts?|runs? for|needs?|for)\s+(?:about\s+|around\s+|~)?"
     rf"(\d+(?:\.\d+)?\s*{_UNIT})\b",
     re.I,
 )
-# A detail that opens with its duration: "20 min at 37 °C", "2 h in the kiln".
+# A detail that opens with its duration: "45 s at full speed", "2 h in the kiln".
 _OPENING = re.compile(rf"\s*(\d+(?:\.\d+)?\s*{_UNIT})\b(?!\s*(?:after|before|later)\b)", re.I)
-# A moment after the procedure starts: "about 25 minutes after ingest starts", "14 min in".
+# A moment after the procedure starts: "roughly 35 min after the load starts", "8 min in".
 _MOMENT = re.compile(
     rf"(?:(?:about|around|roughly|~)\s*)?(\d+(?:\.\d+)?\s*{_UNIT})\s+"
     rf"(?:after\b[^,;.]{{0,40}}?\b(?:starts?|started|start|begins?|kick\w* off)\b|in\b(?!\s+\w))",
