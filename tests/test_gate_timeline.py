@@ -156,3 +156,45 @@ def test_a_chain_past_midnight_is_compared_on_the_same_night() -> None:
         "b", "make plates", ["press"], [("Plates", "plate-making runs in its 23:50 slot")]
     )
     assert verdict(old, new, plates) == ["later_output"]
+
+
+def test_a_step_inserted_before_one_whose_time_is_an_estimate_pushes_that_time_back() -> None:
+    old = proc(
+        "a",
+        "overnight render",
+        ["render farm"],
+        [("Queue", "21:00, 400 frames"), ("Collect", "frames to /renders/out/, around 02:15")],
+    )
+    denoised = replace(
+        old, steps=(old.steps[0], Step("Denoise", "takes about 90 minutes"), old.steps[1])
+    )
+    fixed = proc(
+        "a",
+        "overnight render",
+        ["render farm"],
+        [("Queue", "21:00, 400 frames"), ("Collect", "frames to /renders/out/ at 02:15")],
+    )
+    fixed_denoised = replace(
+        fixed, steps=(fixed.steps[0], Step("Denoise", "takes about 90 minutes"), fixed.steps[1])
+    )
+    edit = proc("b", "morning edit", ["editing"], [("Pull", "daily at 03:00 pull /renders/out/")])
+    assert verdict(old, denoised, edit) == ["later_output"]
+    # a time the step waits for stays put: the inserted work ends long before it
+    assert verdict(fixed, fixed_denoised, edit) == []
+
+
+def test_a_dependent_whose_step_is_labelled_with_its_schedule_runs_then() -> None:
+    old = proc(
+        "a",
+        "train the ranker",
+        ["ranker"],
+        [
+            ("Train", "starts 22:30, about 60 minutes"),
+            ("Publish", "push ranker-model to the store"),
+        ],
+    )
+    new = replace(old, steps=(Step("Tune", "about 4 hours"), *old.steps))
+    serve = proc(
+        "b", "nightly scoring", ["scoring"], [("Scheduled 01:00 UTC", ""), ("Load", "ranker-model")]
+    )
+    assert verdict(old, new, serve) == ["later_output"]

@@ -116,8 +116,8 @@ _WAIT = re.compile(
     re.I,
 )
 # Words that make a time of day in a step the time it runs (English): "daily at 06:00",
-# "cron 0 3 * * *", "runs in the 23:30 slot".
-_SCHEDULED = re.compile(r"\b(?:at|daily|every|cron|runs?|slot)\b", re.I)
+# "cron 0 3 * * *", "runs in the 23:30 slot", "scheduled 04:10".
+_SCHEDULED = re.compile(r"\b(?:at|daily|every|cron|runs?|slot|schedul\w*)\b", re.I)
 
 
 def _ready_at(procedure: Procedure) -> int | None:

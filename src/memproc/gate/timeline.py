@@ -83,6 +83,15 @@ def first_time(procedure: Procedure) -> int | None:
     return None
 
 
+# A time of day given as an estimate of when the chain gets there ("about 03:00", "by
+# ~06:40", "usually 05:10"), not a time the step waits for (English hedges).
+_ESTIMATE = re.compile(
+    r"\b(?:about|around|roughly|approx\w*|usually|typically|normally|by)\s*~?\s*"
+    r"\d{1,2}[:.h]\d{2}|~\s*\d{1,2}[:.h]\d{2}",
+    re.I,
+)
+
+
 def _moment(step: Step) -> float | None:
     match = _MOMENT.search(schedule.with_digits(_text(step)))
     return None if match is None else schedule.duration(match.group(1))
@@ -98,27 +107,38 @@ class Timeline:
     start: float
     done: tuple[float, ...]
     took: tuple[float, ...]
+    # The time before a step whose time of day is an estimate ("about 03:00"): the work of
+    # the steps before it that they did not state.
+    lead: tuple[float, ...] = ()
 
     def after_start(self, index: int) -> float:
         return self.done[index] - self.start
 
 
 def read(
-    procedure: Procedure, start: int | None = None, kept: dict[int, float] | None = None
+    procedure: Procedure,
+    start: int | None = None,
+    kept: dict[int, float] | None = None,
+    leads: dict[int, float] | None = None,
 ) -> Timeline:
     """The chain of the procedure's steps. `start`: the time of day it starts when it states
-    none itself; `kept`: the least time a step takes, by index (what it took before)."""
+    none itself; `kept`: the least time a step takes, by index (what it took before);
+    `leads`: the least time before a step (the unstated work it waited for before)."""
     own = first_time(procedure)
     begin = own if own is not None else start
     frame: Literal["clock", "offset"] = "clock" if begin is not None else "offset"
     origin = float(begin) if begin is not None else 0.0
-    now, done, took = origin, list[float](), list[float]()
+    now, done, took, lead = origin, list[float](), list[float](), list[float]()
     for index, step in enumerate(procedure.steps):
         text = _text(step)
+        previous = now
         if frame == "clock":
             at = start_at(text)
             if at is not None:
                 now = max(now, _on_or_after(at, origin))
+            now = max(now, previous + (leads or {}).get(index, 0.0))
+        estimated = frame == "clock" and bool(_ESTIMATE.search(text))
+        lead.append(now - previous if estimated else 0.0)
         moment = _moment(step)
         if moment is not None:
             now = max(now, origin + moment)
@@ -131,7 +151,7 @@ def read(
                     now = max(now, _on_or_after(end, origin))
         done.append(now)
         took.append(now - began)
-    return Timeline(frame, origin, tuple(done), tuple(took))
+    return Timeline(frame, origin, tuple(done), tuple(took), tuple(lead))
 
 
 def revised(old: Procedure, revision: Procedure) -> tuple[Timeline, Timeline]:
@@ -139,18 +159,15 @@ def revised(old: Procedure, revision: Procedure) -> tuple[Timeline, Timeline]:
     it says otherwise, and each step it kept word for word taking as long as it did."""
     before = read(old)
     pairs = sequence.pair(old, revision).pairs
-    kept = {
-        j: before.took[i]
-        for i, j in pairs.items()
-        if _text(old.steps[i]) == _text(revision.steps[j])
-    }
+    same = {i: j for i, j in pairs.items() if _text(old.steps[i]) == _text(revision.steps[j])}
+    kept = {j: before.took[i] for i, j in same.items()}
+    leads = {j: before.lead[i] for i, j in same.items() if before.lead[i]}
     start = int(before.start) % 1440 if before.frame == "clock" else None
-    after = read(revision, start, kept)
+    after = read(revision, start, kept, leads)
     if after.frame == "clock" and before.frame == "clock" and after.start + 720 < before.start:
         shift = 1440.0  # the revision starts after midnight, the old version before it
-        after = Timeline(
-            after.frame, after.start + shift, tuple(d + shift for d in after.done), after.took
-        )
+        done = tuple(d + shift for d in after.done)
+        after = Timeline(after.frame, after.start + shift, done, after.took, after.lead)
     return before, after
 
 
