@@ -19,6 +19,7 @@ from memproc.gate import (
     exposure,
     grants,
     knowledge,
+    lacks,
     limits,
     measures,
     order,
@@ -139,6 +140,7 @@ class _Reading:
             *limits.tightened_permissions(old, new, dependent),
             *grants.narrowed_grants(old, new, dependent),
             *grants.anonymous_callers(old, new, dependent),
+            *lacks.lacks_required(old, new, dependent),
         ]
 
 

@@ -12,6 +12,7 @@ broken by a dependent that shares the surface and runs inside the window.
 from __future__ import annotations
 
 import math
+import re
 
 from memproc.gate import lexicon as lx
 from memproc.gate import schedule
@@ -150,6 +151,24 @@ def _other_target(rule: Clause, clauses: list[Clause]) -> bool:
     return False
 
 
+def _meets_qualifier(rule: Clause, clauses: list[Clause]) -> bool:
+    """The rule forbids an act done without something ("uploads without a manifest are
+    refused"); a step that does the act with it, in plain words, does not break it."""
+    match = _WITHOUT.search(rule.text)
+    if match is None:
+        return False
+    words = re.findall(r"[a-z]+", match.group(1).lower())
+    wanted = [stem(w) for w in words if w not in lx.STOPWORDS and w not in lx.PROHIBITION_STATES]
+    plain = [s for c in clauses for s in c.stems()]
+    return bool(wanted) and all(any(equivalent(w, p) for p in plain) for w in wanted)
+
+
+# "without a signed manifest": what a forbidden act lacks (English).
+_WITHOUT = re.compile(
+    r"\bwithout\s+((?:[\w-]+\s*){1,3}?)(?=\s+(?:is|are|was|were|will|get|gets)\b|[,;]|$)", re.I
+)
+
+
 def _runs_inside(span: schedule.Window, clauses: list[Clause]) -> bool:
     """A time window ("not on weekends before 09:00") is broken by a step that runs inside it
     ("cron: Sundays at 06:30")."""
@@ -167,8 +186,10 @@ def violated_prohibitions(
             if span is not None and surface.shared:
                 if not _runs_inside(span, clauses):
                     continue
-            elif not covered(terms, step_stems(clauses), compound_stems(rule)) or _other_target(
-                rule, clauses
+            elif (
+                not covered(terms, step_stems(clauses), compound_stems(rule))
+                or _other_target(rule, clauses)
+                or _meets_qualifier(rule, clauses)
             ):
                 continue
             text = ", ".join(c.text for c in clauses)

@@ -1,0 +1,84 @@
+"""A dependent that says it goes without what the revision now requires.
+
+A revision can make something required in a step rather than a precondition: "calls
+without a signature header are rejected", "reachable only over the office VPN", "clients
+are expected to back off". A dependent that states, in so many words, that it does not do
+or have that thing ("no retries", "without a client certificate", "has no VPN client") has
+said exactly what breaks. Only what the revision newly requires counts: the old version must
+not have required it in the same words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memproc.gate import lexicon as lx
+from memproc.gate.facts import Facts
+from memproc.gate.model import Finding
+from memproc.gate.text import equivalent, stem
+
+# How a step says something is required (English): what is refused without it, what access
+# is allowed only through it, what callers are expected or required to do.
+_REFUSAL = r"reject\w*|refus\w*|den(?:y|ies|ied)|fail\w*|block\w*|drop\w*|return\w*\s+4\d\d"
+_REQUIRED = (
+    re.compile(
+        rf"\bwithout\s+(?:an?\s+|the\s+|any\s+|valid\s+)?(?P<t>[\w.-]+(?:\s+[\w.-]+){{0,2}})"
+        rf"[^;]{{0,40}}?\b(?:{_REFUSAL})",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:expected|required|obliged|must|need|needs|have|has)\s+to\s+(?:\w+\s+)?(?P<t>\w+)",
+        re.I,
+    ),
+    re.compile(
+        r"\bonly\s+(?:on|via|over|through|behind|from|with|inside|within|by)\s+(?P<t>[^;]{1,60})",
+        re.I,
+    ),
+)
+# Words too general to be what a revision requires (general English and operations verbs).
+_GENERAL = frozenset(stem(w) for w in lx.GENERIC_VERBS) | frozenset(
+    stem(w) for w in lx.words("request requests call calls client clients user users be")
+)
+
+
+def required_terms(text: str) -> dict[str, str]:
+    """What a text says is required: content stems, each with a word that spells it."""
+    found: dict[str, str] = {}
+    for pattern in _REQUIRED:
+        for match in pattern.finditer(text):
+            for word in re.findall(r"[A-Za-z][A-Za-z-]*", match.group("t").lower()):
+                for part in word.split("-"):
+                    if part and part not in lx.STOPWORDS and part not in lx.NEGATORS:
+                        found.setdefault(stem(part), part)
+    return {s: w for s, w in found.items() if s not in _GENERAL}
+
+
+def _required(facts: Facts) -> dict[str, str]:
+    terms: dict[str, str] = {}
+    for text in [t for _, t in facts.texts] + list(facts.procedure.preconditions):
+        terms |= required_terms(text)
+    return terms
+
+
+def lacks_required(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """The dependent says it goes without something the revision newly requires."""
+    before = _required(old)
+    newly = {s: w for s, w in _required(revision).items() if s not in before}
+    if not newly:
+        return []
+    for clause in dependent.clauses:
+        lacking = [s for s in clause.stems(negated=True) if s not in _GENERAL]
+        shared = sorted({w for n, w in newly.items() for s in lacking if equivalent(n, s)})
+        if shared:
+            return [
+                Finding(
+                    dependent_id=dependent.procedure.id,
+                    pattern="unmet_precondition",
+                    detail=(
+                        f"the revision now requires {', '.join(shared)}; the dependent says it "
+                        f"goes without it ({clause.source}: '{clause.text}')"
+                    ),
+                    evidence={"required": ", ".join(shared), "dependent": clause.text},
+                )
+            ]
+    return []

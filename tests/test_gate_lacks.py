@@ -1,0 +1,73 @@
+"""A dependent that says it goes without what the revision now requires.
+
+Workflows written for this test: a parts API, a lab instrument share, a mail relay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from memproc.gate.lacks import required_terms
+
+
+def proc(pid: str, name: str, entities: list[str], steps: list[tuple[str, str]]) -> Procedure:
+    return Procedure(
+        id=pid, name=name, steps=tuple(Step(*s) for s in steps), entity_names=tuple(entities)
+    )
+
+
+def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
+    if not index_keys(dependent) & probe_keys(old, new):
+        return []
+    result = assess(old, new, [dependent])
+    return [f.pattern for f in result.findings] + [f"undecided:{u.why}" for u in result.undecided]
+
+
+@pytest.mark.parametrize(
+    ("text", "required"),
+    [
+        ("uploads without a checksum header are refused with 412", {"checksum", "header"}),
+        ("reachable only over the lab VLAN", {"lab", "vlan"}),
+        ("senders are expected to authenticate", {"authenticate"}),
+        ("uploads are accepted", set()),
+    ],
+)
+def test_what_a_step_says_is_required(text: str, required: set[str]) -> None:
+    assert set(required_terms(text).values()) == required
+
+
+OLD = proc(
+    "a",
+    "operate the parts API",
+    ["parts API"],
+    [("Serve", "PUT /v1/parts accepts uploads; a checksum header is optional")],
+)
+NEW = replace(
+    OLD, steps=(Step("Serve", "PUT /v1/parts: uploads without a checksum header are refused"),)
+)
+
+
+@pytest.mark.parametrize(
+    ("upload", "breaks"),
+    [
+        ("PUT /v1/parts for each drawing, without a checksum header", True),
+        ("PUT /v1/parts for each drawing with its checksum header", False),
+        ("PUT /v1/parts for each drawing; no retries on failure", False),
+    ],
+)
+def test_a_dependent_that_says_it_goes_without_a_new_requirement_breaks(
+    upload: str, breaks: bool
+) -> None:
+    sync = proc("b", "sync drawings", ["parts API", "CAD vault"], [("Upload", upload)])
+    assert verdict(OLD, NEW, sync) == (["unmet_precondition"] if breaks else [])
+
+
+def test_a_requirement_the_old_version_already_had_is_not_new() -> None:
+    old = replace(NEW, steps=(*NEW.steps, Step("Log", "log every upload")))
+    sync = proc(
+        "b", "sync drawings", ["parts API"], [("Upload", "PUT /v1/parts without a checksum header")]
+    )
+    assert "unmet_precondition" not in verdict(old, NEW, sync)
