@@ -19,6 +19,7 @@ from memproc.gate import (
     exposure,
     grants,
     knowledge,
+    layouts,
     limits,
     measures,
     order,
@@ -108,6 +109,7 @@ class _Reading:
         if findings:
             return [], [_ask_reach(dependent, findings)]
         question = knowledge.undecided(old, new, dependent, surface)
+        question = question or layouts.undecided(old, new, dependent)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
         linked = knowledge.linked(old, new, dependent, surface)
         if linked:
@@ -128,6 +130,7 @@ class _Reading:
             *outputs.removed_outputs(old, new, dependent),
             *removed.removed_identifiers(old, new, dependent),
             *removed.destructive_options(old, new, dependent),
+            *layouts.changed_layouts(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),
