@@ -276,6 +276,12 @@ def _specific(parts: list[str]) -> bool:
     return len(parts) >= 2 or "_" in parts[0]
 
 
+def path_of(ident: Identifier) -> str:
+    """The path a URL or path names, as normalized: "" for a URL without one or a relative
+    path."""
+    return _path_of(ident)
+
+
 def _path_of(ident: Identifier) -> str:
     """The path part: a URL's after its host, a path as it is."""
     if ident.kind == "url":
