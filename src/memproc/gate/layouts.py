@@ -29,13 +29,11 @@ def _relaid(old: Facts, revision: Facts) -> Iterator[tuple[Identifier, Identifie
     same fields in another order."""
     new = [i for i in revision.identifiers if i.kind in _PATHS]
     for before in old.identifiers:
-        order = templates.fields(before.layout)
-        if before.kind not in _PATHS or len(order) < 2:
+        if before.kind not in _PATHS:
             continue
         for after in new:
-            now = templates.fields(after.layout)
             same_files = after.kind == before.kind and after.norm == before.norm
-            if same_files and now != order and sorted(now) == sorted(order):
+            if same_files and templates.reordered(before.layout, after.layout):
                 yield before, after
 
 

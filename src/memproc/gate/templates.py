@@ -137,6 +137,12 @@ def fields(path: str) -> tuple[str, ...]:
     return tuple(f for s in segments(path) for f in s.fields)
 
 
+def reordered(before: str, after: str) -> bool:
+    """The same placeholders in another order: the layout of the files changed."""
+    old, new = fields(before), fields(after)
+    return old != new and sorted(old) == sorted(new)
+
+
 def follows(path: tuple[Segment, ...], layout: tuple[Segment, ...]) -> bool | None:
     """Whether a path (a dependent's, with its own placeholders or literal values) follows a
     layout, over the segments both have: True when every segment fits, False when one
