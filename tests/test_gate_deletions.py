@@ -134,6 +134,17 @@ def test_a_dependent_started_by_the_completion_signal_is_safe() -> None:
     assert rule(publisher(PUBLISH), publisher(*REBUILD), reader) == "safe"
 
 
+def test_a_later_step_that_only_checks_the_resource_does_not_rewrite_it() -> None:
+    reader = proc(
+        "rd",
+        "mirror prices",
+        "Fetch | curl https://shop.example.net/static/catalogue.json",
+        trigger="when the catalogue publish has finished",
+    )
+    checked = publisher(REBUILD[0], "Check | confirm www/static/catalogue.json is absent")
+    assert rule(publisher(PUBLISH), checked, reader) == "breaks"
+
+
 def test_a_dependent_with_no_stated_time_may_hit_the_gap() -> None:
     reader = proc(
         "rd", "mirror prices", "Fetch | curl https://shop.example.net/static/catalogue.json"

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 from memproc.gate import identifiers, order, schedule
-from memproc.gate.facts import Facts
+from memproc.gate.facts import Facts, is_producer
 from memproc.gate.identifiers import Identifier
 from memproc.gate.model import Finding, Step, Undecided
 from memproc.gate.removed import only_negated
@@ -105,17 +105,13 @@ def _reader(gone: Identifier, dependent: Facts) -> Identifier | None:
 
 
 def _rewritten_at(revision: Facts, index: int, gone: Identifier) -> int | None:
-    """The step that writes the deleted resource again, after the deletion."""
-    steps = revision.procedure.steps
-    for later in range(index, len(steps)):
-        text = _step_text(steps[later])
-        if later == index:
-            verb = _VERB.search(text)
-            text = text[verb.end() :] if verb else ""
-            text = re.sub(rf"^.*?{re.escape(gone.text)}", "", text, count=1, flags=re.S)
-        named = [i for i in identifiers.find(text) if identifiers.same(gone, i)]
-        if named and not any(identifiers.same(gone, d) for d in _deleted(text)):
-            return later
+    """A later step that writes the deleted resource again: a producing clause of it names
+    the resource (a step that only reads or checks it writes nothing)."""
+    for later in range(index + 1, len(revision.procedure.steps)):
+        for clause in revision.units.get(f"step {later + 1}", []):
+            named = any(identifiers.same(gone, i) for i in identifiers.find(clause.text))
+            if named and is_producer(clause) and not _deleted(clause.text):
+                return later
     return None
 
 
