@@ -34,13 +34,16 @@ _VERBS = (
     r"purge|purges|wipe|wipes|erase|erases|destroy|destroys|remove|removes|removing"
 )
 _VERB = re.compile(rf"(?<![\w/.$-])(?:{_VERBS})(?=$|[\s_:-])", re.I)
-# What ends a deletion's object: a clause break, a contrast, or "from" (rows deleted from a
-# table, a name removed from a list: the container stays).
+# What ends a deletion's object (English closed classes): a clause break, a contrast or
+# temporal connective, or a preposition: "from" (rows deleted from a table, a name removed
+# from a list: the container stays) and the place prepositions ("remove the role on a
+# bucket" deletes the role, not the bucket).
 _OBJECT_END = re.compile(
     r"[;.](?:\s|$)|,\s*(?:then|and)\b|\b(?:but|except|keep|keeps|keeping|then|after|once)\b"
     r"|\b(?:from|for|on|in|at|to|into|onto|with|via|under|within)\s",
     re.I,
 )
+# English negators before the verb (lexicon.NEGATORS, without its verbs of leaving out).
 _NEGATED = re.compile(r"\b(?:not|never|no|don't|dont|without)\b", re.I)
 # Kinds that name one resource: a host or an environment variable is not what is deleted.
 _RESOURCES = frozenset({"url", "path", "dotted", "snake", "camel", "kebab", "glob"})
