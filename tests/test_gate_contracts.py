@@ -92,6 +92,14 @@ def test_a_moved_location_breaks() -> None:
     assert patterns(producer(), producer(location="s3://b/orders"), consumer()) == []
 
 
+def test_a_location_whose_placeholders_change_order_has_moved() -> None:
+    old = producer(location="s3://b/{region}/{yyyy}/")
+    relaid = producer(location="s3://b/{yyyy}/{region}/")
+    assert patterns(old, relaid, consumer()) == ["changed_location"]
+    renamed = producer(location="s3://b/{REGION}/{year}/")  # the same fields, spelled anew
+    assert patterns(old, renamed, consumer()) == []
+
+
 @pytest.mark.parametrize(
     ("new_time", "trigger", "flags"),
     [

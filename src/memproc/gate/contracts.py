@@ -18,7 +18,7 @@ Changes to outputs nobody here consumes, new outputs, and `self` preconditions a
 
 from __future__ import annotations
 
-from memproc.gate import demands, prohibitions, reach, schedule
+from memproc.gate import demands, prohibitions, reach, schedule, templates
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
 from memproc.gate.identifiers import normalize
 from memproc.gate.model import Consumed, Finding, Procedure, Produced, Undecided
@@ -157,7 +157,8 @@ def _changed_location(
 ) -> list[Finding]:
     if before is None or not before.location or not after.location:
         return []
-    if normalize(before.location) == normalize(after.location):
+    same_place = normalize(before.location) == normalize(after.location)
+    if same_place and not templates.reordered(before.location, after.location):
         return []  # the same place: case, a trailing slash, placeholder names aside
     return [
         _finding(

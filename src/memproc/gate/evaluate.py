@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from memproc.gate import (
     bounds,
     contracts,
+    deletions,
     demands,
     exposure,
     grants,
     knowledge,
     lacks,
+    layouts,
     limits,
     measures,
     order,
@@ -95,6 +97,9 @@ class _Reading:
             findings = self._shared(dependent, surface)
         else:  # a credential it writes with, named in three words or more, links them too
             findings = limits.tightened_permissions(old, new, dependent, at_least=3)
+            # the dependent names the very resource: a path laid out anew, a deleted name
+            findings = findings or layouts.changed_layouts(old, new, dependent)
+            findings = findings or deletions.deleted_inputs(old, new, dependent)
             if not findings and knowledge.linked(old, new, dependent, surface):
                 # A dependent that runs at a clock time and names what the procedure is
                 # about ("pull the release candidate") waits for its output by the clock.
@@ -109,6 +114,8 @@ class _Reading:
         if findings:
             return [], [_ask_reach(dependent, findings)]
         question = knowledge.undecided(old, new, dependent, surface)
+        question = question or layouts.undecided(old, new, dependent)
+        question = question or deletions.undecided(old, new, dependent)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
         linked = knowledge.linked(old, new, dependent, surface)
         if linked:
@@ -129,6 +136,8 @@ class _Reading:
             *outputs.removed_outputs(old, new, dependent),
             *removed.removed_identifiers(old, new, dependent),
             *removed.destructive_options(old, new, dependent),
+            *layouts.changed_layouts(old, new, dependent),
+            *deletions.deleted_inputs(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),
             *outputs.reordered_outputs(old, new, dependent, surface),

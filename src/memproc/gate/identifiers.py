@@ -11,6 +11,10 @@ environment variables, flags, `key=value` keys, image names, and the members of 
 (`queue_depth{region, tier}`: `tier` is a member of the metric) or of a list of quoted names
 (`['region', 'tier']`, as code declares labels and columns).
 
+A shell command substitution inside a path (`/in/$(date +%Y)/x.csv`) is read as the
+placeholders it formats (see `templates`), so the path goes on past it; the names the
+command itself uses are found too.
+
 Normalized forms compare case-insensitively with `-` and `_` alike, so `X-Request-Id` and
 `x_request_id` are one name.
 """
@@ -21,6 +25,8 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+
+from memproc.gate import templates
 
 # Each pattern starts at the start of a token (a lookbehind), so a long run of characters is
 # scanned once, not once per position.
@@ -61,6 +67,14 @@ class Identifier:
     text: str
     norm: str
     parent: str = ""  # for a member: the normalized name of the list's owner
+    # The name with its shell command substitutions expanded (`$(date +%Y)` -> `{year}`),
+    # when it had any; `text` is what was written.
+    template: str = ""
+
+    @property
+    def layout(self) -> str:
+        """The text whose placeholders `templates` reads."""
+        return self.template or self.text
 
     @cached_property
     def parts(self) -> list[str]:
@@ -86,14 +100,51 @@ def split_words(name: str) -> list[str]:
     return [w for w in words if w]
 
 
+class _Source:
+    """The text with each shell command substitution expanded to placeholders (so a path
+    does not end at `$(`), and the way back to what was written."""
+
+    def __init__(self, written: str) -> None:
+        self.written, self.text = written, ""
+        self._edits: list[tuple[int, int, int, int]] = []  # new start, new end, old ones
+        last = 0
+        for match in templates.COMMAND.finditer(written):
+            self.text += written[last : match.start()]
+            start = len(self.text)
+            self.text += templates.expand_command(match.group(1))
+            self._edits.append((start, len(self.text), *match.span()))
+            last = match.end()
+        self.text += written[last:]
+
+    def _back(self, at: int, end: bool) -> int:
+        shift = 0
+        for new_start, new_end, old_start, old_end in self._edits:
+            if new_start < at < new_end or (at == new_start and end) or (at == new_end and not end):
+                return old_end if end else old_start
+            if at >= new_end:
+                shift = old_end - new_end
+        return at + shift
+
+    def make(self, kind: str, match: re.Match[str], group: int = 0) -> Identifier:
+        start, end = match.span(group)
+        if not self._edits:
+            return _make(kind, match.group(group))
+        written = self.written[self._back(start, False) : self._back(end, True)]
+        expanded = match.group(group)
+        template = expanded if expanded != written else ""
+        return Identifier(kind, written, normalize(expanded), template=template)
+
+
 def find(text: str) -> list[Identifier]:
     """Every identifier in `text`, by shape."""
+    source = _Source(text)
+    text = source.text
     found: list[Identifier] = []
     taken: list[tuple[int, int]] = []
     for match in _URL.finditer(text):
         if "://" not in match.group() and not re.match(r"[a-z]+:[a-z]+:", match.group(), re.I):
             continue
-        found.append(_make("url", match.group()))
+        found.append(source.make("url", match))
         taken.append(match.span())
         host = _HOST_IN_URL.match(match.group())
         if host:
@@ -102,15 +153,15 @@ def find(text: str) -> list[Identifier]:
         for match in pattern.finditer(text):
             if _inside(match.span(), taken) or _version_like(match.group()):
                 continue
-            found.append(_make(kind, match.group()))
+            found.append(source.make(kind, match))
             taken.append(match.span())
     for match in _IMAGE.finditer(text):
         if not _inside(match.span(), taken):
-            found.append(_make("image", match.group(1)))
+            found.append(source.make("image", match, 1))
             taken.append(match.span())
     for match in _GLOB.finditer(text):
         if not _inside(match.span(), taken):
-            found.append(_make("glob", match.group()))
+            found.append(source.make("glob", match))
             taken.append(match.span())
     patterns = (
         ("snake", _SNAKE),
@@ -127,10 +178,12 @@ def find(text: str) -> list[Identifier]:
             digits = any(c.isdigit() for c in match.group())
             if (pattern is _KEBAB_DIGIT and not digits) or (pattern is _KEBAB_WORD and digits):
                 continue
-            found.append(_make(kind, match.group()))
+            found.append(source.make(kind, match))
     found += [_make("env", m.group(1)) for m in _ENV.finditer(text)]
     found += [_make("flag", m.group()) for m in _FLAG.finditer(text)]
     found += _members(text)
+    for command in templates.COMMAND.finditer(source.written):  # names the command uses
+        found += find(command.group(1))
     return _unique(found)
 
 
@@ -221,6 +274,12 @@ def _tail(short: list[str], long_: list[str]) -> bool:
 def _specific(parts: list[str]) -> bool:
     """A tail names one thing when it is compound: two parts, or one snake or camel name."""
     return len(parts) >= 2 or "_" in parts[0]
+
+
+def path_of(ident: Identifier) -> str:
+    """The path a URL or path names, as normalized: "" for a URL without one or a relative
+    path."""
+    return _path_of(ident)
 
 
 def _path_of(ident: Identifier) -> str:

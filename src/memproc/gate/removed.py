@@ -47,10 +47,10 @@ def _matches(a: Identifier, b: Identifier) -> bool:
 
 def _used_by(ident: Identifier, dependent: Facts) -> Identifier | None:
     found = _named_by(ident, dependent)
-    return None if found is None or _only_negated(found, dependent) else found
+    return None if found is None or only_negated(found, dependent) else found
 
 
-def _only_negated(ident: Identifier, dependent: Facts) -> bool:
+def only_negated(ident: Identifier, dependent: Facts) -> bool:
     """Every mention is negated: "never requests WebP" does not use WebP."""
     wanted = ident.text.lower()
     hits = [t for c in dependent.clauses for t in c.tokens if wanted in t.lower]
@@ -176,7 +176,9 @@ def removed_identifiers(old: Facts, revision: Facts, dependent: Facts) -> list[F
             reported.add(ident.norm)
             new = new or _renamed_to(revision, ident)
             findings.append(_finding(old, index, ident, new, used, dependent))
-    return findings or _newly_taken_away(revision, taken_away, dependent, reported)
+    already = {i.norm for i in _taken_away(old)}  # a removal the old version made is not new
+    newly = [i for i in taken_away if i.norm not in already]
+    return findings or _newly_taken_away(revision, newly, dependent, reported)
 
 
 def _newly_taken_away(
