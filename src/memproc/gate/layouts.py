@@ -5,7 +5,7 @@ under wildcards, so identifiers call the two the same; yet a dependent that buil
 path (`exports/acme/$(date +%Y)/...`) now finds nothing. The revision's layout is compared
 with the old one field by field (see `templates`), and the dependent's path with both:
 
-- it follows the old layout and cannot follow the new one: an exact finding;
+- it follows the former layout, never the new one: an exact finding;
 - it already follows the new one: safe;
 - its placeholders cannot be matched to either layout: a question for the judge, never a
   pass.
