@@ -82,6 +82,41 @@ def test_an_option_whose_value_is_a_setting_yields_that_setting() -> None:
     assert ("cache.ttl", "90") in read
 
 
+def test_a_nested_setting_on_one_line_and_a_quoted_value_are_read_whole() -> None:
+    read = {(s.key, s.value) for s in settings_of_text("pool: size_max: 12", "step 1")}
+    assert ("size_max", "12") in read
+    read = {(s.key, s.value) for s in settings_of_text('sum(rate{svc="cart"}) > 5', "step 1")}
+    assert ("svc", "cart") in read
+
+
+@pytest.mark.parametrize(
+    ("probe", "breaks"),
+    [
+        ("curl -fs https://stock-2:7070/ready every minute", True),
+        ("curl -fs https://stock-2:7443/ready every minute", False),
+        ("curl -fs https://stock-2/ready every minute", False),
+    ],
+)
+def test_a_listener_moved_to_another_port_breaks_a_dependent_using_the_old_one(
+    probe: str, breaks: bool
+) -> None:
+    old = proc("a", "run the stock service", ["stock"], [("Config", "bind: 0.0.0.0:7070")])
+    new = replace(old, steps=(Step("Config", "bind: 0.0.0.0:7443"),))
+    checker = proc("b", "watch the stock service", ["stock", "uptime"], [("Probe", probe)])
+    assert verdict(old, new, checker) == (["changed_value"] if breaks else [])
+
+
+def test_a_name_setting_changed_breaks_a_reader_selecting_by_its_old_value() -> None:
+    old = proc("a", "ship the logs", ["Vector"], [("Source", "sources: source_name: frontdoor")])
+    new = replace(old, steps=(Step("Source", "sources: source_name: gatehouse"),))
+    query = proc(
+        "b", "error budget", ["Grafana"], [("Panel", 'count_over_time({source="frontdoor"}[5m])')]
+    )
+    renamed = replace(query, steps=(Step("Panel", 'count_over_time({source="gatehouse"}[5m])'),))
+    assert verdict(old, new, query) == ["changed_value"]
+    assert verdict(old, new, renamed) == []
+
+
 def test_settings_are_read_in_every_form_and_compared_by_key() -> None:
     read = {(s.key, s.value) for s in settings_of_text("pool_size = 40, --threads 8", "step 1")}
     assert read == {("pool_size", "40"), ("threads", "8")}

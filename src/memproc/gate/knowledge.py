@@ -230,10 +230,17 @@ def relied_on_values(
     findings = []
     for change in values.changed(old.procedure, revision.procedure):
         before, after = _first(change.old), _first(change.new)
-        held = [v for k, v in theirs if k == change.key and values.same_value(v, before)]
-        same_key = surface.shared and bool(held)
-        if same_key or _named_value(change, revision, dependent, surface):
-            relied = held[0] if same_key else before
+        held = [
+            v for k, v in theirs if _same_setting(k, change.key) and values.same_value(v, before)
+        ]
+        # The same setting at the old value links them by itself when the value is specific.
+        linked = (
+            surface.shared or values.distinctive(before) or _shares_name_word(revision, dependent)
+        )
+        same_key = linked and bool(held)
+        port = _old_port_used(change, dependent)
+        if same_key or port or _named_value(change, revision, dependent, surface):
+            relied = held[0] if same_key else port or before
             findings.append(
                 Finding(
                     dependent_id=dependent.procedure.id,
@@ -246,6 +253,32 @@ def relied_on_values(
                 )
             )
     return findings
+
+
+def _same_setting(theirs: str, key: str) -> bool:
+    """One setting under its own key or the key it is known by where it is used: a key
+    named `<x>_name` or `<x>_id` sets what readers select as `<x>`."""
+    return theirs == key or any(key == f"{theirs}_{suffix}" for suffix in ("name", "id"))
+
+
+# A port in an address: "0.0.0.0:8443", "db-1:5432", "port 8443" (URL and socket syntax).
+_PORT = r"(?:(?<=[\w\]]:)|(?<=\bport )|(?<=\bport=))"
+
+
+def _old_port_used(change: values.Change, dependent: Facts) -> str | None:
+    """A port the revision moves a listener from (an address's port, or a `port` setting)
+    that the dependent still connects to, and not the new one."""
+    before, after = _first(change.old), _first(change.new)
+    is_port = re.fullmatch(r"\d{2,5}", before) and re.fullmatch(r"\d{2,5}", after)
+    address = re.fullmatch(r"[\w.-]+", change.key) and (
+        "port" in change.words or re.fullmatch(r"[\d.]+|[a-z][\w.-]*", change.key)
+    )
+    if not is_port or not address or before == after:
+        return None
+    text = " ".join(t for _, t in dependent.texts)
+    uses = re.search(rf"{_PORT}{before}\b", text, re.I)
+    moved = re.search(rf"{_PORT}{after}\b", text, re.I)
+    return f"port {before}" if uses and not moved else None
 
 
 def turned_off(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:

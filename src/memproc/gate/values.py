@@ -132,7 +132,9 @@ def _read_segment(segment: str, where: str) -> list[Setting]:
         if key and key.split()[-1].lower() not in lx.STOPWORDS:
             value = _clean(pair["value"])
             found.append(Setting(normalize_key(key), value, where, segment, key))
-        if pair["op"] == ":" and "=" in pair["value"]:  # "group-a: max_conn = 50": the inner one
+        if pair["op"] == ":" and (  # "group-a: max_conn = 50", "server: port: 80": the inner one
+            "=" in pair["value"] or _INNER_KEY.match(pair["value"])
+        ):
             found += _read_segment(pair["value"], where)
     for match in _IMAGE.finditer(segment):
         if "://" not in segment[max(0, match.start() - 8) : match.end() + 3]:
@@ -156,7 +158,16 @@ def _last_words(key: str) -> str:
     return " ".join(words[-3:])
 
 
+# A value that is itself a `key: value` setting, as nested YAML written on one line.
+_INNER_KEY = re.compile(r"[A-Za-z_][\w.-]*:\s")
+# A quoted value: the quotes end it (`job="api"} > 0` has the value api).
+_QUOTED = re.compile(r"""(['"`])([^'"`]*)\1""")
+
+
 def _clean(value: str) -> str:
+    quoted = _QUOTED.match(value.strip())
+    if quoted:
+        return quoted.group(2).strip().lower()
     value = value.split(" #", 1)[0].strip().strip("'\"`").strip()
     return value.lower()
 
