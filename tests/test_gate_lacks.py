@@ -9,21 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from gatekit import proc, verdict
+from memproc.gate import Step
 from memproc.gate.lacks import required_terms
-
-
-def proc(pid: str, name: str, entities: list[str], steps: list[tuple[str, str]]) -> Procedure:
-    return Procedure(
-        id=pid, name=name, steps=tuple(Step(*s) for s in steps), entity_names=tuple(entities)
-    )
-
-
-def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
-    if not index_keys(dependent) & probe_keys(old, new):
-        return []
-    result = assess(old, new, [dependent])
-    return [f.pattern for f in result.findings] + [f"undecided:{u.why}" for u in result.undecided]
 
 
 @pytest.mark.parametrize(
