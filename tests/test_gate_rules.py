@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from memproc.gate import Procedure, Step, assess, index_keys, probe_keys
+from gatekit import verdict
+from memproc.gate import Procedure, Step, assess, index_keys
 from memproc.gate.demands import new_demands
 from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
@@ -29,15 +30,6 @@ def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: An
         if key in extra:
             extra[key] = tuple(extra[key])
     return Procedure(id=pid, name=name, steps=built, entity_names=tuple(entities), **extra)
-
-
-def verdict(old: Procedure, new: Procedure, dependent: Procedure) -> list[str]:
-    """Patterns of the findings, or "undecided:<why>" for a pair left to a judge; only for a
-    dependent the index would offer as a candidate."""
-    if not index_keys(dependent) & probe_keys(old, new):
-        return []
-    result = assess(old, new, [dependent])
-    return [f.pattern for f in result.findings] + [f"undecided:{u.why}" for u in result.undecided]
 
 
 # -- reading ---------------------------------------------------------------------------------------
