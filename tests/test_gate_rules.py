@@ -1063,6 +1063,20 @@ def test_a_precondition_reworded_in_place_is_no_new_demand() -> None:
     assert _new_demand_texts(was, now) == []
 
 
+@pytest.mark.parametrize(
+    ("was", "now", "restated"),
+    [
+        ("vials stored at or below 5 °F", "keep the vials at -15 °C or colder", True),
+        ("vials stored at or below 5 °F", "keep the vials at -30 °C or colder", False),
+        ("no releases from Aug 1 to Aug 15", "no releases between 1 and 15 August", True),
+    ],
+)
+def test_a_precondition_reworded_in_other_units_or_month_names_restates_it(
+    was: str, now: str, restated: bool
+) -> None:
+    assert _new_demand_texts([was], [now]) == ([] if restated else [now])
+
+
 def test_a_precondition_reworded_from_a_compound_noun_to_its_verb_is_no_new_demand() -> None:
     was = ["a written handover to whoever takes the pager"]
     now = ["the outgoing engineer hands over each open incident in writing"]

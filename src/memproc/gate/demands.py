@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from memproc.gate import identifiers, reach, values
 from memproc.gate import lexicon as lx
+from memproc.gate import measures as measured
 from memproc.gate import units as measures
 from memproc.gate.facts import Facts, demand_texts, prohibited_terms
 from memproc.gate.identifiers import Identifier
@@ -385,12 +386,28 @@ def restates(d: Demand, was: str | None) -> bool:
     if old is None:
         return False
     quantities = {t for t in d.terms if t.startswith("q:")}
-    if not quantities <= set(old.terms):
+    if not quantities <= set(old.terms) and not _same_measures(d.text, was):
         return False
     if not all(any(identifiers.same(i, o) for o in old.idents) for i in d.idents):
         return False  # it names something the old rule did not
     words = [t for t in d.terms if not t.startswith("q:")]
     return any(_same_or_part(t, o) for t in words for o in old.terms if not o.startswith("q:"))
+
+
+def _same_measures(text: str, was: str) -> bool:
+    """Every measured quantity of `text` is one of `was`, in whatever unit ("-18 °C" and
+    "0 °F" are one temperature to within a degree; "2 GiB" is "2048 MiB")."""
+    now, before = measured.quantities(text), measured.quantities(was)
+    return bool(now) and all(
+        any(a.dimension == b.dimension and _close(a, b) for b in before) for a in now
+    )
+
+
+def _close(a: measured.Measure, b: measured.Measure) -> bool:
+    """Equal to the precision people round conversions to: 1%, and, for a temperature (in
+    kelvin), half a degree either way."""
+    degree = 0.5 if a.dimension == "temperature" else 0.0
+    return math.isclose(a.value, b.value, rel_tol=0.01, abs_tol=degree)
 
 
 # The shortest stem that counts as a part of a compound ("lock" in "lockout", "back" in
@@ -402,7 +419,15 @@ def _same_or_part(a: str, b: str) -> bool:
     """The same term, or one the head of the other written as a compound: rewording
     turns "a rollback" into "roll it back" and "a hand-off" into "hand it off"."""
     short, long = sorted((a, b), key=len)
+    if len(short) >= 3 and any(m.startswith(short) and m.startswith(long) for m in _MONTHS):
+        return True  # "Dec" and "December"
     return equivalent(a, b) or (len(short) >= _PART_CHARS and long.startswith(short))
+
+
+# English month names; their three-letter abbreviations are their first three letters.
+_MONTHS = lx.words(
+    "january february march april may june july august september october november december"
+)
 
 
 def already(d: Demand, old: Facts) -> bool:
