@@ -457,6 +457,8 @@ def test_a_step_that_says_how_long_it_runs_is_measured_by_that_not_by_its_data_w
         ("86400000", "replay orders-eu from Saturday 08:00 to Tuesday 08:00", True),
         ("86400000", "replay orders-eu from Sunday 08:00 to Sunday 20:00", False),
         ("86400000", "staff the desk from Saturday to Tuesday; replay orders-eu", False),
+        ("86400000", "replay orders-eu, then rerun the scoring across those three days", True),
+        ("86400000", "replay orders-eu, about 80 events a minute", False),
     ],
 )
 def test_a_shortened_retention_breaks_a_dependent_covering_a_longer_stretch_of_the_week(

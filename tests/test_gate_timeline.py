@@ -19,6 +19,7 @@ from memproc.gate import Step, timeline
         ("25 min at 60 °C in the oven", 25.0),
         ("glaze, then about two hours to cool", 120.0),
         ("hold the setpoint for half an hour", 30.0),
+        ("cure it, roughly three and a half hours", 210.0),
         ("takes 40 minutes", 40.0),
         ("open the valve 12 min after firing starts", 0.0),
         ("check every 5 minutes", 0.0),
@@ -186,3 +187,20 @@ def test_a_dependent_whose_step_is_labelled_with_its_schedule_runs_then() -> Non
         "b", "nightly scoring", ["scoring"], [("Scheduled 01:00 UTC", ""), ("Load", "ranker-model")]
     )
     assert verdict(old, new, serve) == ["later_output"]
+
+
+def test_a_marker_written_before_the_files_it_announces_breaks_a_dependent_polling_for_it() -> None:
+    old = proc(
+        "a",
+        "publish the tiles",
+        ["tiles"],
+        [("Upload", "rsync tiles/ to /srv/tiles/z12/"), ("Mark", "touch /srv/tiles/z12/DONE")],
+    )
+    new = replace(old, steps=(old.steps[1], old.steps[0]))
+    mirror = proc(
+        "b",
+        "mirror the tiles",
+        ["cdn"],
+        [("Poll for /srv/tiles/z12/DONE", "every minute"), ("Copy", "push z12 to the CDN")],
+    )
+    assert verdict(old, new, mirror) == ["reordered_output"]

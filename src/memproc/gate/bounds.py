@@ -224,7 +224,8 @@ def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] 
         memory, length = bound.new.dimension == "size", bound.new.dimension == "length"
         # Against a limit on time, a step that says how long it runs needs that long.
         running = schedule.run_times(text) if bound.new.dimension == "time" else []
-        for q in units.scan(" ; ".join(running) or text, memory=memory, length=length):
+        said = " ; ".join(running) or schedule.with_digits(text, articles=False)
+        for q in units.scan(said, memory=memory, length=length):
             dimension = "time" if q.dimension == "period" else q.dimension  # "renews every 60s"
             if dimension != bound.new.dimension:
                 continue

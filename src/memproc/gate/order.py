@@ -25,9 +25,10 @@ from memproc.gate.model import Finding, Procedure, Step, Undecided
 from memproc.gate.text import equivalent, split_clauses, stem
 
 # Words that open a step waiting for an event: English subordinators of time, and the verbs
-# of subscribing and listening (general vocabulary).
+# of subscribing, listening and polling (general vocabulary).
 EVENT_OPENERS = lx.words(
-    "on when whenever once after upon trigger triggers triggered subscribe listen wait await"
+    """on when whenever once after upon trigger triggers triggered subscribe listen wait await
+    poll polls polling"""
 )
 _QUOTED = re.compile(r"['\"‘“]([^'\"’”]{3,})['\"’”]")
 _NOTIFY = frozenset(stem(w) for w in lx.NOTIFY_VERBS)

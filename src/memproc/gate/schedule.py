@@ -77,13 +77,35 @@ _WORD_NUMBER = re.compile(
     r"\b(" + "|".join(sorted(lx.NUMBER_WORDS, key=len, reverse=True)) + r")\s+" + _TIME_UNIT,
     re.I,
 )
+# The same without the articles: beside other quantities, "a minute" is a rate's period
+# ("80 calls a minute"), not one minute.
+_WORD_NUMBER_ONLY = re.compile(
+    r"\b("
+    + "|".join(sorted(set(lx.NUMBER_WORDS) - {"a", "an"}, key=len, reverse=True))
+    + r")\s+"
+    + _TIME_UNIT,
+    re.I,
+)
 
 
-def with_digits(text: str) -> str:
+_AND_A_HALF = re.compile(
+    r"\b(\d+|"
+    + "|".join(sorted(lx.NUMBER_WORDS, key=len, reverse=True))
+    + r")\s+and\s+a\s+half\s+"
+    + _TIME_UNIT,
+    re.I,
+)
+
+
+def with_digits(text: str, articles: bool = True) -> str:
     """The text with durations spelled in words written in digits ("about two hours" ->
-    "about 2 hours"), so that a duration reads the same however a person wrote it."""
+    "about 2 hours", "two and a half hours" -> "2.5 hours"), so that a duration reads the
+    same however a person wrote it. `articles`: read "an hour" as one hour too (not where
+    rates may be written "per" as "a")."""
+    text = _AND_A_HALF.sub(lambda m: f"{_number(m.group(1)) + 0.5:g} {m.group(2)}", text)
     text = _HALF.sub(lambda m: f"0.5 {m.group(1)}", text)
-    return _WORD_NUMBER.sub(lambda m: f"{lx.NUMBER_WORDS[m.group(1).lower()]} {m.group(2)}", text)
+    words = _WORD_NUMBER if articles else _WORD_NUMBER_ONLY
+    return words.sub(lambda m: f"{lx.NUMBER_WORDS[m.group(1).lower()]} {m.group(2)}", text)
 
 
 # How long a step says it runs: "finishes in under 9 s", "takes 40 min", "done within an hour"
@@ -101,6 +123,10 @@ def run_times(text: str) -> list[str]:
     long; the other durations it names (a query's window of "the past 90 days", a retention
     it reads about) are not time it spends running."""
     return [m.group(0) for m in _RUN_TIME.finditer(with_digits(text))]
+
+
+def _number(word: str) -> float:
+    return float(word) if word.isdigit() else float(lx.NUMBER_WORDS[word.lower()])
 
 
 @dataclass(frozen=True)
