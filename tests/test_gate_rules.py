@@ -1068,8 +1068,8 @@ def test_a_precondition_reworded_in_place_is_no_new_demand() -> None:
 @pytest.mark.parametrize(
     ("was", "now", "restated"),
     [
-        ("vials stored at or below 5 °F", "keep the vials at -15 °C or colder", True),
-        ("vials stored at or below 5 °F", "keep the vials at -30 °C or colder", False),
+        ("vials kept no warmer than 5 °F", "keep the vials at -15 °C or colder", True),
+        ("vials kept no warmer than 5 °F", "keep the vials at -30 °C or colder", False),
         ("no releases from Aug 1 to Aug 15", "no releases between 1 and 15 August", True),
     ],
 )

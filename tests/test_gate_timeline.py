@@ -19,7 +19,7 @@ from memproc.gate import Step, timeline
         ("25 min at 60 °C in the oven", 25.0),
         ("glaze, then about two hours to cool", 120.0),
         ("hold the setpoint for half an hour", 30.0),
-        ("cure it, roughly three and a half hours", 210.0),
+        ("cure it, roughly three and a half minutes", 3.5),
         ("takes 40 minutes", 40.0),
         ("open the valve 12 min after firing starts", 0.0),
         ("check every 5 minutes", 0.0),

@@ -78,7 +78,7 @@ _WORD_NUMBER = re.compile(
     re.I,
 )
 # The same without the articles: beside other quantities, "a minute" is a rate's period
-# ("80 calls a minute"), not one minute.
+# ("300 pages a minute"), not one minute.
 _WORD_NUMBER_ONLY = re.compile(
     r"\b("
     + "|".join(sorted(set(lx.NUMBER_WORDS) - {"a", "an"}, key=len, reverse=True))
@@ -99,7 +99,7 @@ _AND_A_HALF = re.compile(
 
 def with_digits(text: str, articles: bool = True) -> str:
     """The text with durations spelled in words written in digits ("about two hours" ->
-    "about 2 hours", "two and a half hours" -> "2.5 hours"), so that a duration reads the
+    "about 2 hours", "four and a half hours" -> "4.5 hours"), so that a duration reads the
     same however a person wrote it. `articles`: read "an hour" as one hour too (not where
     rates may be written "per" as "a")."""
     text = _AND_A_HALF.sub(lambda m: f"{_number(m.group(1)) + 0.5:g} {m.group(2)}", text)
