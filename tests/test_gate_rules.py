@@ -372,6 +372,20 @@ def test_a_component_version_change_is_left_to_a_judge() -> None:
     assert verdict(own, own_new, other) == []
 
 
+def test_an_image_tag_that_opens_with_a_digit_is_a_component_version() -> None:
+    old = proc(
+        "a", "maintain the JVM image", ["Docker"], [("Base", "FROM eclipse-temurin:17-jammy")]
+    )
+    new = replace(old, steps=(Step("Base", "FROM eclipse-temurin:21-noble"),))
+    app = proc(
+        "b",
+        "build the billing jar",
+        ["Docker", "Gradle"],
+        [("Image", "FROM eclipse-temurin-based builder"), ("Build", "gradle shadowJar")],
+    )
+    assert verdict(old, new, app) == ["undecided:world_knowledge"]
+
+
 @pytest.mark.parametrize(
     ("before", "after", "asked"),
     [

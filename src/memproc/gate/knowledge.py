@@ -30,7 +30,9 @@ from memproc.gate.text import split_clauses
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)*(?:\.\*|[-+.][\w.]+)?$")
 # A bare whole number is a version only under a key that says so; elsewhere it is a count.
 _VERSION_KEYS = lx.words("version release sdk api runtime toolchain")
-_TAG = re.compile(r"^[a-z][\w.-]*$")
+# An image tag, by the OCI distribution spec's grammar (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`):
+# "18-bookworm" as much as "latest".
+_TAG = re.compile(r"^\w[\w.-]{0,127}$")
 # Verbs of setting a tool up for one's own use (general English): a version such a step
 # installs is the procedure's own.
 LOCAL_SETUP_VERBS = lx.words("install installs use uses select selects setup pick switch")
