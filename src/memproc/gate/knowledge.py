@@ -109,8 +109,11 @@ def _product(name: str) -> bool:
 
 
 def _is_image(change: values.Change) -> bool:
-    """`name:tag` written together: an image reference, not a `key: value` setting."""
-    return bool(re.search(rf"{re.escape(change.name)}:\S", change.new_text))
+    """`name:tag` written together: an image reference, not a `key: value` setting, and not
+    an address and its port (`10.0.0.5:8080`, `db.internal:5432`: a dotted name with no path,
+    and a number)."""
+    address = "." in change.name and "/" not in change.name and _first(change.new).isdigit()
+    return not address and bool(re.search(rf"{re.escape(change.name)}:\S", change.new_text))
 
 
 def _local(revision: Facts, where: str) -> bool:
