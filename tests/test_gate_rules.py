@@ -372,6 +372,25 @@ def test_a_component_version_change_is_left_to_a_judge() -> None:
     assert verdict(own, own_new, other) == []
 
 
+@pytest.mark.parametrize(
+    ("install", "asked"),
+    [
+        ("Install Varnish 7.4 on cache01-cache04", True),
+        ("Install Varnish 7.4 on all the hosts", True),
+        ("Install Varnish 7.4 with the distro package, for the smoke test", False),
+    ],
+)
+def test_a_component_installed_on_shared_machines_is_not_a_local_setup(
+    install: str, asked: bool
+) -> None:
+    old = proc("a", "run the cache tier", ["Varnish"], [(install.replace("7.4", "6.0"), "")])
+    new = proc("a", "run the cache tier", ["Varnish"], [(install, "")])
+    site = proc(
+        "b", "publish the site", ["Varnish", "CMS"], [("Purge", "varnishadm ban req.url ~ /news")]
+    )
+    assert verdict(old, new, site) == (["undecided:world_knowledge"] if asked else [])
+
+
 def test_an_image_tag_that_opens_with_a_digit_is_a_component_version() -> None:
     old = proc(
         "a", "maintain the JVM image", ["Docker"], [("Base", "FROM eclipse-temurin:17-jammy")]

@@ -20,6 +20,7 @@ from memproc.gate import Step, timeline
         ("glaze, then about two hours to cool", 120.0),
         ("hold the setpoint for half an hour", 30.0),
         ("cure it, roughly three and a half minutes", 3.5),
+        ("the queue pauses for up to 8 minutes", 8.0),
         ("takes 40 minutes", 40.0),
         ("open the valve 12 min after firing starts", 0.0),
         ("check every 5 minutes", 0.0),

@@ -117,11 +117,27 @@ def _is_image(change: values.Change) -> bool:
 
 
 def _local(revision: Facts, where: str) -> bool:
+    """A step that sets a tool up for the procedure's own use ("install Ruby 3.3 with
+    rbenv"); not one that installs it on machines others use ("install X on app01-app03")."""
     index = int(where.split()[-1]) - 1 if where.startswith("step") else -1
     if not 0 <= index < len(revision.procedure.steps):
         return False
-    words = revision.procedure.steps[index].action.lower().split()
-    return bool(words) and words[0] in LOCAL_SETUP_VERBS
+    step = revision.procedure.steps[index]
+    words = step.action.lower().split()
+    return (
+        bool(words)
+        and words[0] in LOCAL_SETUP_VERBS
+        and not _ON_MACHINES.search(f"{step.action} {step.detail}")
+    )
+
+
+# "on app01-app03", "on db.internal", "on all the hosts": machines a step installs onto
+# (a name with a number, a dotted host name, or the general nouns for them).
+_ON_MACHINES = re.compile(
+    r"\bon\s+(?:all\s+|every\s+|each\s+|the\s+)*(?:[a-z][\w-]*\d[\w-]*|[\w-]+\.[\w.-]*[a-z]"
+    r"|(?:hosts?|servers?|nodes?|machines?|fleet|cluster|workers?)\b)",
+    re.I,
+)
 
 
 def linked(old: Facts, revision: Facts, dependent: Facts, surface: Surface) -> bool:

@@ -33,9 +33,9 @@ _UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|m)"
 _ABOUT = re.compile(
     rf"(?:\babout|\baround|\broughly|\bapprox\w*|~)\s*(\d+(?:\.\d+)?\s*{_UNIT})\b", re.I
 )
-# "takes 40 minutes", "adds 25 min", "soak it for 12 minutes".
+# "takes 40 minutes", "adds 25 min", "soak it for 12 minutes", "for up to 9 minutes".
 _TAKES = re.compile(
-    rf"\b(?:takes?|took|adds?|lasts?|runs? for|needs?|for)\s+(?:about\s+|around\s+|~)?"
+    rf"\b(?:takes?|took|adds?|lasts?|runs? for|needs?|for)\s+(?:about\s+|around\s+|up\s+to\s+|~)?"
     rf"(\d+(?:\.\d+)?\s*{_UNIT})\b",
     re.I,
 )
