@@ -391,6 +391,37 @@ def test_a_component_installed_on_shared_machines_is_not_a_local_setup(
     assert verdict(old, new, site) == (["undecided:world_knowledge"] if asked else [])
 
 
+@pytest.mark.parametrize(
+    ("load", "breaks"),
+    [("the soak test draws about 9 kW for a day", True), ("the soak test draws about 3 kW", False)],
+)
+def test_a_new_maximum_on_a_measured_quantity_breaks_a_dependent_needing_more(
+    load: str, breaks: bool
+) -> None:
+    old = proc("a", "service the UPS", ["UPS room"], [("Bypass", "switch UPS 1 to bypass")])
+    new = replace(
+        old,
+        steps=(*old.steps, Step("While on bypass", "nobody may add load above 5 kW in the room")),
+    )
+    lab = proc("b", "soak-test new servers", ["UPS room"], [("Soak", load)])
+    assert verdict(old, new, lab) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("when", "breaks"),
+    [("restock the shelves after midnight", True), ("restock the shelves at 14:00", False)],
+)
+def test_a_prohibited_span_across_midnight_holds_a_step_done_after_midnight(
+    when: str, breaks: bool
+) -> None:
+    old = proc("a", "night audit", ["store"], [("Count", "count the tills")])
+    new = replace(
+        old, steps=(*old.steps, Step("Quiet hours", "no one restocks between 23:00 and 05:00"))
+    )
+    night = proc("b", "night crew", ["store"], [("Restock", when)])
+    assert verdict(old, new, night) == (["new_prohibition"] if breaks else [])
+
+
 def test_an_image_tag_that_opens_with_a_digit_is_a_component_version() -> None:
     old = proc(
         "a", "maintain the JVM image", ["Docker"], [("Base", "FROM eclipse-temurin:17-jammy")]

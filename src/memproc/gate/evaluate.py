@@ -146,6 +146,7 @@ class _Reading:
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
             *measures.changed_measures(old, new, dependent),
+            *measures.new_measured_limits(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
             *grants.narrowed_grants(old, new, dependent),
             *grants.anonymous_callers(old, new, dependent),

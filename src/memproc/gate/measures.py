@@ -236,6 +236,57 @@ def _reads(change: Change, text: str) -> str | None:
     return None
 
 
+def new_measured_limits(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """A maximum the revision newly sets on a measured quantity ("must not add more than
+    200 kW", "at most 6 bar"), against a dependent step that needs more of it."""
+    before = {round(q.value, 9) for text in _texts(old.procedure) for q in _upper_limits(text)}
+    for text in _texts(revision.procedure):
+        for limit in _upper_limits(text):
+            if round(limit.value, 9) in before:
+                continue
+            for source, theirs in dependent.texts:
+                if not source.startswith("step"):
+                    continue
+                over = [
+                    q
+                    for q in quantities(theirs)
+                    if q.dimension == limit.dimension
+                    and q.value > limit.value
+                    and _bound_of(theirs, q) is None
+                ]
+                if over:
+                    detail = (
+                        f"the revision now allows at most {limit.text}; the dependent needs "
+                        f"{over[0].text} ({source})"
+                    )
+                    evidence = {"revision": limit.text, "dependent": over[0].text}
+                    return [Finding(dependent.procedure.id, "tightened_limit", detail, evidence)]
+    return []
+
+
+# Words that make a following quantity a maximum in a clause that forbids ("must not add
+# load above 200 kW", "never more than 3 bar"): English comparatives.
+_OVER = re.compile(r"\b(?:above|over|more\s+than|beyond|exceed\w*|in\s+excess\s+of)\s*$", re.I)
+_FORBIDS = re.compile(
+    r"\b(?:must\s+not|may\s+not|do\s+not|does\s+not|never|no|nobody|none)\b", re.I
+)
+
+
+def _upper_limits(text: str) -> list[Measure]:
+    """The measured quantities a text states as maximums."""
+    found = []
+    for q in quantities(text):
+        clause = re.split(r"[;|]|\.\s", text[: q.start])[-1]
+        forbidden_over = bool(_OVER.search(clause)) and bool(_FORBIDS.search(clause))
+        if forbidden_over or _bound_of(text, q) == "upper":
+            found.append(q)
+    return found
+
+
+def _texts(procedure: Procedure) -> list[str]:
+    return [_text(step) for step in procedure.steps] + list(procedure.preconditions)
+
+
 # How far before a quantity its bound words may stand ("validated for speeds up to 2 m/s").
 _BOUND_REACH = 40
 

@@ -233,6 +233,8 @@ class Window:
             return False
         if minutes is None:
             return self.after is None and self.before is None
+        if self.after is not None and self.before is not None and self.after > self.before:
+            return minutes >= self.after or minutes < self.before  # across midnight
         if self.after is not None and minutes < self.after:
             return False
         return self.before is None or minutes < self.before
@@ -246,8 +248,22 @@ def days(text: str) -> set[int]:
     return found
 
 
+# "between 22:00 and 02:00": both ends of a span of the day.
+_BETWEEN = re.compile(
+    r"\bbetween\s+(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))\s+and\s+"
+    r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))",
+    re.I,
+)
+
+
 def window(text: str) -> Window | None:
-    """The days and hours a text speaks of ("on weekends before 09:00"); None if none."""
+    """The days and hours a text speaks of ("on weekends before 09:00", "between 22:00 and
+    02:00"); None if none."""
+    text = re.sub(r"(\d)\s+:\s+(\d)", r"\1:\2", text)  # "22 : 00" as a tokenizer spaced it
+    between = _BETWEEN.search(text)
+    if between:
+        start, end = clock(between.group(1)), clock(between.group(2))
+        return Window(frozenset(days(text)), start, end)
     after, before = _AFTER.search(text), _BEFORE.search(text)
     found = days(text)
     if not found and after is None and before is None:
@@ -259,10 +275,18 @@ def window(text: str) -> Window | None:
     )
 
 
+# Times of day English names by a word: a step done "after midnight" runs then.
+_NAMED_TIMES = {"midnight": 0, "noon": 720, "midday": 720}
+_NAMED_TIME = re.compile(r"\b(?:at|after|past|around|by)\s+(midnight|noon|midday)\b", re.I)
+
+
 def runs_at(text: str) -> tuple[int | None, int | None] | None:
     """When a schedule says something runs: (day, minutes); None if it says neither."""
     found = days(text)
     at = clock(text)
+    if at is None:
+        named = _NAMED_TIME.search(text)
+        at = _NAMED_TIMES[named.group(1).lower()] if named else None
     if not found and at is None:
         return None
     return (min(found) if len(found) == 1 else None), at
