@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memproc.gate import identifiers, schedule, timeline
+from memproc.gate import identifiers, order, schedule, timeline
 from memproc.gate.facts import Facts, is_producer
 from memproc.gate.identifiers import Identifier
 from memproc.gate.model import Finding, Step, Undecided
@@ -118,23 +118,13 @@ def _rewritten_at(revision: Facts, index: int, gone: Identifier) -> int | None:
     return None
 
 
-_SCHEDULED = re.compile(r"\b(?:at|daily|nightly|hourly|every|cron)\b", re.I)
-
-
 def _runs_at(dependent: Facts) -> int | str | None:
     """When the dependent runs: "event" on a completion signal, a time of day in minutes,
     or None when it does not say."""
     plan = schedule.schedule(dependent.procedure.trigger)
     if plan is not None and plan.event:
         return "event"
-    if plan is not None and plan.moment is not None and plan.moment.frame == "clock":
-        return int(plan.moment.minutes)
-    for step in dependent.procedure.steps:
-        text = _step_text(step)
-        at = schedule.clock(text) if _SCHEDULED.search(text) else None
-        if at is not None:
-            return at
-    return None
+    return order.runs_at(dependent.procedure)
 
 
 def _gap(revision: Facts, deleted: int, rewritten: int) -> tuple[float, float] | None:

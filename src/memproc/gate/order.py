@@ -118,7 +118,7 @@ _WAIT = re.compile(
 )
 # Words that make a time of day in a step the time it runs (English): "daily at 06:00",
 # "cron 0 3 * * *", "runs in the 23:30 slot", "scheduled 04:10".
-_SCHEDULED = re.compile(r"\b(?:at|daily|every|cron|runs?|slot|schedul\w*)\b", re.I)
+_SCHEDULED = re.compile(r"\b(?:at|daily|nightly|hourly|every|cron|runs?|slot|schedul\w*)\b", re.I)
 
 
 def _ready_at(procedure: Procedure) -> int | None:
@@ -130,7 +130,7 @@ def _ready_at(procedure: Procedure) -> int | None:
     return found
 
 
-def _runs_at(dependent: Procedure) -> int | None:
+def runs_at(dependent: Procedure) -> int | None:
     """The time of day the dependent runs: its trigger, or a step that says "at 07:15" or
     opens with its time of day ("07:15: import the files")."""
     texts = [dependent.trigger] + [f"{s.action} {s.detail}" for s in dependent.steps]
@@ -176,7 +176,7 @@ def finishes_later(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
     """The revised procedure is now done after the time the dependent runs (a clock time or
     a fixed wait after it starts), where it used to be done before."""
     before, after, other = old.procedure, revision.procedure, dependent.procedure
-    old_at, new_at, due = _ready_at(before), _ready_at(after), _runs_at(other)
+    old_at, new_at, due = _ready_at(before), _ready_at(after), runs_at(other)
     if old_at is not None and new_at is not None and due is not None and old_at <= due < new_at:
         return [_late(dependent, f"done by {_hhmm(new_at)} (was {_hhmm(old_at)})", _hhmm(due))]
     wait = _waits(other)
@@ -265,7 +265,7 @@ def moved_onto(old: Facts, revision: Facts, dependent: Facts) -> Undecided | Non
     a stated time and is done by a stated or computed later one), where its old version did
     not: two procedures on one system at once. Whether they contend (locks, load, a shared
     window) takes knowledge of the system, so it is a question, not a finding."""
-    due = _runs_at(dependent.procedure)
+    due = runs_at(dependent.procedure)
     if due is None:
         return None
     before, after = old.procedure, revision.procedure
