@@ -291,8 +291,8 @@ def _old_port_used(change: values.Change, dependent: Facts) -> str | None:
     that the dependent still connects to, and not the new one."""
     before, after = _first(change.old), _first(change.new)
     is_port = re.fullmatch(r"\d{2,5}", before) and re.fullmatch(r"\d{2,5}", after)
-    address = re.fullmatch(r"[\w.-]+", change.key) and (
-        "port" in change.words or re.fullmatch(r"[\d.]+|[a-z][\w.-]*", change.key)
+    address = bool(set(change.words) & {"port", "listen", "listener", "bind"}) or bool(
+        re.fullmatch(r"[\d.]+|localhost|[\w-]+(?:\.[\w-]+)+", change.key)
     )
     if not is_port or not address or before == after:
         return None
