@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gatekit import proc
 from memproc.gate import (
     Procedure,
-    Step,
     assess,
     evaluate,
     index_keys,
@@ -23,15 +23,6 @@ from memproc.gate import (
 )
 from memproc.gate.baselines import latest_wins, reference_rule, reference_words
 from memproc.gate.text import split_clauses, stem
-
-
-def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: Any) -> Procedure:
-    """steps: "action" or ("action", "detail")."""
-    built = tuple(Step(*s) if isinstance(s, tuple) else Step(s) for s in steps)
-    for key in ("preconditions", "outputs", "aliases", "references"):
-        if key in extra:
-            extra[key] = tuple(extra[key])
-    return Procedure(id=pid, name=name, steps=built, entity_names=tuple(entities), **extra)
 
 
 def gate(old: Procedure, new: Procedure, dependent: Procedure, **kw: Any) -> list[str]:

@@ -7,11 +7,10 @@ prohibitions, the reach of a demand, and what only domain knowledge can judge.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
-from gatekit import verdict
+from gatekit import proc, verdict
 from memproc.gate import Procedure, Step, assess, index_keys
 from memproc.gate.demands import new_demands
 from memproc.gate.exposure import changed_tokens
@@ -22,15 +21,6 @@ from memproc.gate.names import same_system
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
 from memproc.gate.values import changed, settings_of_text, truth
-
-
-def proc(pid: str, name: str, entities: list[str], steps: list[Any], **extra: Any) -> Procedure:
-    built = tuple(Step(*s) if isinstance(s, tuple) else Step(s) for s in steps)
-    for key in ("preconditions", "aliases"):
-        if key in extra:
-            extra[key] = tuple(extra[key])
-    return Procedure(id=pid, name=name, steps=built, entity_names=tuple(entities), **extra)
-
 
 # -- reading ---------------------------------------------------------------------------------------
 
