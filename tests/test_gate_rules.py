@@ -17,7 +17,9 @@ from memproc.gate.exposure import changed_tokens
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
 from memproc.gate.measures import changes as measure_changes
+from memproc.gate.measures import quantities
 from memproc.gate.names import same_system
+from memproc.gate.numerals import spelled
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
 from memproc.gate.values import changed, settings_of_text, truth
@@ -395,6 +397,59 @@ def test_a_new_maximum_on_a_measured_quantity_breaks_a_dependent_needing_more(
     )
     lab = proc("b", "soak-test new servers", ["UPS room"], [("Soak", load)])
     assert verdict(old, new, lab) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("seven hundred and fifty", 750.0),
+        ("a thousand", 1000.0),
+        ("forty-two", 42.0),
+        ("three million two hundred thousand", 3_200_000.0),
+    ],
+)
+def test_numbers_written_in_words_are_read(text: str, value: float) -> None:
+    assert [n.value for n in spelled(f"keep it under {text} please")] == [value]
+
+
+@pytest.mark.parametrize(
+    ("text", "dimension", "value"),
+    [
+        ("a refund of $1,250.50", "money USD", 1250.5),
+        ("the grant is EUR 40k", "money EUR", 40_000.0),
+        ("tips above 15 euros", "money EUR", 15.0),
+        ("no more than nine hundred dollars", "money USD", 900.0),
+    ],
+)
+def test_amounts_of_money_are_measured_per_currency(
+    text: str, dimension: str, value: float
+) -> None:
+    assert [(q.dimension, q.value) for q in quantities(text)] == [(dimension, value)]
+
+
+@pytest.mark.parametrize(
+    ("spend", "breaks"),
+    [
+        ("the studio books roughly $1,800 of hardware each quarter", True),
+        ("the studio books roughly $600 of hardware each quarter", False),
+        ("the studio books roughly 1,800 euros of hardware each quarter", False),
+    ],
+)
+def test_a_lowered_spending_ceiling_breaks_a_dependent_that_spends_more(
+    spend: str, breaks: bool
+) -> None:
+    old = proc(
+        "a",
+        "approve card purchases",
+        ["expense cards"],
+        [("Approve", "purchases up to $2,000 need no second signature")],
+    )
+    new = replace(
+        old,
+        steps=(Step("Approve", "purchases below one thousand dollars need no second signature"),),
+    )
+    studio = proc("b", "buy studio gear", ["expense cards"], [("Buy", spend)])
+    assert verdict(old, new, studio) == (["tightened_limit"] if breaks else [])
 
 
 @pytest.mark.parametrize(

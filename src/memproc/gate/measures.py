@@ -18,6 +18,9 @@ Sources of the units: the SI Brochure (BIPM, 9th edition) for the SI units and p
 accepts for use with the SI (watt hour, bar, degree Celsius, kilometre per hour), US customary
 units as NIST Handbook 44 defines them (mile per hour, pound-force per square inch, pound,
 ounce, degree Fahrenheit), and the bit per second with SI prefixes (ITU-T usage) for data rates.
+Amounts of money are a dimension per currency (ISO 4217 codes, their usual symbols and English
+names; "$" is read as US dollars), so a limit in dollars is never compared with one in euros.
+Numbers may be written in words ("two thousand five hundred dollars", see `numerals`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memproc.gate import bounds, sequence
+from memproc.gate import bounds, numerals, sequence
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
 
@@ -106,6 +109,23 @@ _QUANTITY = re.compile(
 _BARE = re.compile(rf"(?<![A-Za-z0-9°/])({_SYMBOLS})(?![A-Za-z0-9/])")
 
 
+# Currencies: ISO 4217 codes of the most traded ones, their symbols and English names.
+CURRENCIES = {
+    "$": "USD", "US$": "USD", "USD": "USD", "dollar": "USD", "dollars": "USD",
+    "€": "EUR", "EUR": "EUR", "euro": "EUR", "euros": "EUR",
+    "£": "GBP", "GBP": "GBP", "¥": "JPY", "JPY": "JPY", "CHF": "CHF", "CAD": "CAD",
+    "AUD": "AUD",
+}  # fmt: skip
+CURRENCIES.update({n.capitalize(): code for n, code in list(CURRENCIES.items()) if n.islower()})
+_AMOUNT = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9}
+_SCALES = r"(?:\s?(k|K|m|M|bn|thousand|million)\b)?"
+_CODES = "|".join(re.escape(c) for c in sorted(CURRENCIES, key=len, reverse=True))
+_MONEY_BEFORE = re.compile(rf"(?<![\w$€£¥])({_CODES})\s?{_AMOUNT}{_SCALES}")
+_MONEY_AFTER = re.compile(rf"(?<![\w.,]){_AMOUNT}{_SCALES}\s?({_CODES})(?!\w)")
+_AFTER_WORDS = re.compile(rf"\s+({_SYMBOLS}|{_CODES})(?![\w/])")
+
+
 @dataclass(frozen=True)
 class Measure:
     dimension: str
@@ -123,6 +143,47 @@ def quantities(text: str) -> list[Measure]:
         unit = UNITS[symbol]
         value = float(number.replace(",", "")) * unit.factor + unit.offset
         found.append(Measure(unit.dimension, value, match.group(0), symbol, match.start()))
+    return found + _money(text) + _spelled(text)
+
+
+def _currency(symbol: str) -> str | None:
+    code = CURRENCIES.get(symbol)
+    return f"money {code}" if code else None
+
+
+def _money(text: str) -> list[Measure]:
+    """Amounts of money, the currency before ("$3,200", "EUR 40k") or after ("300 euros")."""
+    found = []
+    for match in _MONEY_BEFORE.finditer(text):
+        symbol, number, scale = match.groups()
+        dimension = _currency(symbol)
+        if dimension:
+            value = float(number.replace(",", "")) * _SCALE.get((scale or "").lower(), 1.0)
+            found.append(Measure(dimension, value, match.group(0), symbol, match.start()))
+    for match in _MONEY_AFTER.finditer(text):
+        number, scale, symbol = match.groups()
+        dimension = _currency(symbol)
+        if dimension:
+            value = float(number.replace(",", "")) * _SCALE.get((scale or "").lower(), 1.0)
+            found.append(Measure(dimension, value, match.group(0), symbol, match.start()))
+    return found
+
+
+def _spelled(text: str) -> list[Measure]:
+    """A number written in words before a unit or a currency ("two thousand dollars")."""
+    found = []
+    for number in numerals.spelled(text):
+        unit = _AFTER_WORDS.match(text, number.end)
+        if unit is None:
+            continue
+        symbol = unit.group(1)
+        said = text[number.start : unit.end()]
+        if symbol in UNITS:
+            u = UNITS[symbol]
+            value = number.value * u.factor + u.offset
+            found.append(Measure(u.dimension, value, said, symbol, number.start))
+        elif (dimension := _currency(symbol)) is not None:
+            found.append(Measure(dimension, number.value, said, symbol, number.start))
     return found
 
 
@@ -267,6 +328,9 @@ def new_measured_limits(old: Facts, revision: Facts, dependent: Facts) -> list[F
 # Words that make a following quantity a maximum in a clause that forbids ("must not add
 # load above 200 kW", "never more than 3 bar"): English comparatives.
 _OVER = re.compile(r"\b(?:above|over|more\s+than|beyond|exceed\w*|in\s+excess\s+of)\s*$", re.I)
+# Words that make a following quantity the top of what is allowed ("only when below $500",
+# "under 2 bar"): English prepositions and comparatives of being lower.
+_UNDER = re.compile(r"\b(?:below|under|less\s+than|lower\s+than)\s*$", re.I)
 _FORBIDS = re.compile(
     r"\b(?:must\s+not|may\s+not|do\s+not|does\s+not|never|no|nobody|none)\b", re.I
 )
@@ -278,7 +342,7 @@ def _upper_limits(text: str) -> list[Measure]:
     for q in quantities(text):
         clause = re.split(r"[;|]|\.\s", text[: q.start])[-1]
         forbidden_over = bool(_OVER.search(clause)) and bool(_FORBIDS.search(clause))
-        if forbidden_over or _bound_of(text, q) == "upper":
+        if forbidden_over or _UNDER.search(clause) or _bound_of(text, q) == "upper":
             found.append(q)
     return found
 
