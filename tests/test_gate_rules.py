@@ -1233,3 +1233,19 @@ def test_a_demand_on_a_machine_the_subject_names_is_local_unless_the_dependent_n
     new = proc("a", "rehearse the archive extract", ["BorgBackup"], steps, preconditions=pre)
     checker = proc("b", "list the archives", ["BorgBackup"], [step])
     assert bool(verdict(old, new, checker)) is asked
+
+
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("kubectl diff -f overlays/prod from a laptop", False),
+        ("kubectl diff -f overlays/prod with the release bot token", True),
+    ],
+)
+def test_a_demand_stated_about_a_definite_thing_binds_what_names_it(step: str, asked: bool) -> None:
+    steps = [("Apply", "kubectl apply -f overlays/prod")]
+    old = proc("a", "roll out the overlays", ["Kubernetes"], steps)
+    pre = ["the release bot records the digest of every manifest it applies"]
+    new = proc("a", "roll out the overlays", ["Kubernetes"], steps, preconditions=pre)
+    other = proc("b", "preview the overlays", ["Kubernetes"], [step])
+    assert bool(verdict(old, new, other)) is asked

@@ -4,7 +4,8 @@ host or machine, or a setting of its own command, so that it asks nothing of a d
 A demand that reaches out (a declared `binds`, or a subject that speaks for others) is never
 local. Otherwise it is local when it names resources only the revision touches ("empty
 ./tmp/render first"), when it is located on a host the dependent never names ("on the render
-farm", "the packaging box must ...", "the kiosk needs ..."), or when it is a setting of one
+farm", "the packaging box must ...", "the kiosk needs ..."), when its subject is a definite
+thing the dependent never names ("the notary checks ..."), or when it is a setting of one
 of the revision's commands that the dependent never runs (`--worker-threads 16` of its
 `encode-video`).
 """
@@ -100,7 +101,42 @@ def _places(text: str) -> list[str]:
     subject = _SUBJECT_PLACE.match(text)
     if subject and subject.group(1).split()[-1].lower() in ENVIRONMENT_NOUNS:
         found.append(subject.group(1))
+    elif named := _definite_subject(text):
+        found.append(named)
     return found
+
+
+# A definite subject and its verb: "the evidence collector uses ...", "the build host runs
+# ...". A modal or a form of "be" ends the subject where there is one in its first words;
+# otherwise the first word ending in -s after the head does (a verb in the third person).
+_DEFINITE = re.compile(r"\s*(?:the|this|our)\s+((?:[\w.-]+\s+){0,3})", re.I)
+_FINITE = lx.words("must should shall may can will is are was were has have requires needs")
+# Verbs by which a subject demands of others rather than does ("the server requires TLS"):
+# the subject is then the one that asks, and the demand is on whoever uses it.
+_DEMANDING = lx.words("requires needs enforces expects accepts rejects allows")
+
+
+def _definite_subject(text: str) -> str | None:
+    """The thing a demand is stated about when it names one with a definite article ("the
+    notary checks ..."): a demand on that thing, as on a host, asks nothing of a dependent
+    that never names it."""
+    match = _DEFINITE.match(text)
+    if match is None:
+        return None
+    words = match.group(1).split()
+    verb = next((i for i, w in enumerate(words) if i and w.lower() in _FINITE), None)
+    if verb is None:
+        verb = next((i for i, w in enumerate(words) if i and _third_person(w.lower())), None)
+    if verb is None or words[verb].lower() in _DEMANDING:
+        return None
+    subject = words[:verb]
+    if any(w.lower() in lx.STOPWORDS for w in subject):
+        return None  # "the server now ...": not a plain noun phrase
+    return " ".join(subject)
+
+
+def _third_person(word: str) -> bool:
+    return word.endswith("s") and not word.endswith("ss") and word not in lx.STOPWORDS
 
 
 def _own_setting(d: Demand, revision: Facts, dependent: Facts) -> bool:
