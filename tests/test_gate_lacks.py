@@ -21,6 +21,8 @@ from memproc.gate.lacks import required_terms
         ("reachable only over the lab VLAN", {"lab", "vlan"}),
         ("senders are expected to authenticate", {"authenticate"}),
         ("uploads are accepted", set()),
+        ("the relay now rejects unencrypted sessions", {"encrypted"}),
+        ("deny all non-authenticated pushes", {"authenticated"}),
     ],
 )
 def test_what_a_step_says_is_required(text: str, required: set[str]) -> None:
@@ -59,3 +61,21 @@ def test_a_requirement_the_old_version_already_had_is_not_new() -> None:
         "b", "sync drawings", ["parts API"], [("Upload", "PUT /v1/parts without a checksum header")]
     )
     assert "unmet_precondition" not in verdict(old, NEW, sync)
+
+
+@pytest.mark.parametrize(
+    ("send", "breaks"),
+    [
+        ("relay via mail.lab.internal:25 in plain text, the scanner cannot encrypt", True),
+        ("relay via mail.lab.internal:587 with STARTTLS", False),
+    ],
+)
+def test_a_dependent_without_the_quality_a_refusal_now_demands_breaks(
+    send: str, breaks: bool
+) -> None:
+    old = proc("a", "run the mail relay", ["mail relay"], [("Accept", "accept mail from the lab")])
+    new = replace(
+        old, steps=(Step("Accept", "accept mail from the lab; reject unencrypted sessions"),)
+    )
+    scanner = proc("b", "scan to mail", ["mail relay"], [("Send", send)])
+    assert ("unmet_precondition" in verdict(old, new, scanner)) is breaks

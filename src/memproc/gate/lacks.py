@@ -2,10 +2,10 @@
 
 A revision can make something required in a step rather than a precondition: "calls
 without a signature header are rejected", "reachable only over the office VPN", "clients
-are expected to back off". A dependent that states, in so many words, that it does not do
-or have that thing ("no retries", "without a client certificate", "has no VPN client") has
-said exactly what breaks. Only what the revision newly requires counts: the old version must
-not have required it in the same words.
+are expected to back off", "reject unencrypted uploads". A dependent that states, in so
+many words, that it does not do or have that thing ("no retries", "without a client
+certificate", "has no VPN client") has said exactly what breaks. Only what the revision
+newly requires counts: the old version must not have required it in the same words.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ _REQUIRED = (
         r"\bonly\s+(?:on|via|over|through|behind|from|with|inside|within|by)\s+(?P<t>[^;]{1,60})",
         re.I,
     ),
+    # what is refused when it lacks a quality: "reject unsigned commits" requires signing
+    re.compile(rf"\b(?:{_REFUSAL})\s+(?:all\s+|any\s+)?(?:un|non-?)(?P<t>\w+ed)\b", re.I),
 )
 # Words too general to be what a revision requires (general English and operations verbs).
 _GENERAL = frozenset(stem(w) for w in lx.GENERIC_VERBS) | frozenset(
