@@ -1249,3 +1249,31 @@ def test_a_demand_stated_about_a_definite_thing_binds_what_names_it(step: str, a
     new = proc("a", "roll out the overlays", ["Kubernetes"], steps, preconditions=pre)
     other = proc("b", "preview the overlays", ["Kubernetes"], [step])
     assert bool(verdict(old, new, other)) is asked
+
+
+@pytest.mark.parametrize(
+    ("rules", "asked"),
+    [
+        (("read the dosage back to the prescriber",), False),
+        ((), True),
+    ],
+)
+def test_a_precondition_reworded_in_place_is_no_change_to_be_exposed_to(
+    rules: tuple[str, ...], asked: bool
+) -> None:
+    steps = [("Draw up", "draw up the dose at the bedside")]
+    old = proc(
+        "a",
+        "give IV medication",
+        ["ward pharmacy"],
+        steps,
+        preconditions=["confirm the dosage with the prescriber"],
+    )
+    new = replace(old, preconditions=rules)
+    checks = proc(
+        "b",
+        "take a verbal order",
+        ["ward pharmacy"],
+        [("Confirm", "read the dosage back to the prescriber and note it in the chart")],
+    )
+    assert bool(verdict(old, new, checks)) is asked

@@ -375,6 +375,17 @@ def replaced_in_place(old: Procedure, revision: Procedure) -> dict[str, str]:
     }
 
 
+def restated(old: Procedure, revision: Procedure) -> list[str]:
+    """Both texts of each precondition the revision rewrote in place without changing what
+    it asks (see `restates`)."""
+    found = []
+    for new, was in replaced_in_place(old, revision).items():
+        d = demand(new, "precondition")
+        if d is not None and restates(d, was):
+            found += [new, was]
+    return found
+
+
 def restates(d: Demand, was: str | None) -> bool:
     """A precondition rewritten in place that still asks about the same thing (a content word
     in common) and names no quantity or code name the old one did not (a time, a count, a

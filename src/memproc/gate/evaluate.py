@@ -88,6 +88,7 @@ class _Reading:
         self.signals = signals
         self.added = demands.new_demands(self.old, self.new)
         self.prohibitions = prohibitions.new_prohibitions(self.old, self.new)
+        self.restated = demands.restated(old, revision)
 
     def rules(self, candidate: Procedure) -> tuple[list[Finding], list[Undecided]]:
         old, new = self.old, self.new
@@ -117,6 +118,7 @@ class _Reading:
         question = question or layouts.undecided(old, new, dependent)
         question = question or deletions.undecided(old, new, dependent)
         examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
+        examined += self.restated  # a precondition reworded in place changed nothing
         linked = knowledge.linked(old, new, dependent, surface)
         if linked:
             question = question or order.moved_onto(old, new, dependent)
