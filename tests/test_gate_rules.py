@@ -13,7 +13,7 @@ import pytest
 from gatekit import proc, verdict
 from memproc.gate import Procedure, Step, assess, index_keys
 from memproc.gate.demands import new_demands
-from memproc.gate.exposure import changed_tokens
+from memproc.gate.exposure import changed_tokens, restrictions
 from memproc.gate.facts import Facts
 from memproc.gate.identifiers import find, same
 from memproc.gate.measures import changes as measure_changes
@@ -1277,3 +1277,16 @@ def test_a_precondition_reworded_in_place_is_no_change_to_be_exposed_to(
         [("Confirm", "read the dosage back to the prescriber and note it in the chart")],
     )
     assert bool(verdict(old, new, checks)) is asked
+
+
+@pytest.mark.parametrize(
+    ("approve", "closes"),
+    [
+        ("the section owner signs off each page in the wiki", []),
+        ("the section owner signs each page with a GPG key", ["sign"]),
+    ],
+)
+def test_a_sign_off_is_an_approval_not_a_signature(approve: str, closes: list[str]) -> None:
+    old = proc("a", "publish the handbook", ["wiki"], [("Write", "draft the pages")])
+    new = replace(old, steps=(*old.steps, Step("Approve", approve)))
+    assert restrictions(Facts.read(old), Facts.read(new)) == closes

@@ -68,12 +68,17 @@ def content_tokens(text: str) -> set[str]:
     """Identifiers and content stems: what a unit is about, without its function words and
     the verbs of doing in general ("run", "use", "check")."""
     found = {normalize_identifier(i.text) for i in _strong(text)}
+    text = _PHRASAL_SIGN.sub(lambda m: f"sign{m.group(1).lower()}", text)
     generic = {stem(v) for v in lx.GENERIC_VERBS}
     for clause in split_clauses(text, "", 0):
         found |= {s for s in clause.stems() if len(s) > 2 and s not in generic}
         found |= {_NOT + s for s in clause.stems(negated=True) if len(s) > 2 and s not in generic}
         found |= {stem(t.lower) for t in clause.tokens if t.lower in lx.NEGATING_VERBS}
     return found
+
+
+# "Sign off" is one word (to approve; an English phrasal verb), not "sign" as in a signature.
+_PHRASAL_SIGN = re.compile(r"\bsign(?:s|ed|ing)?[\s-]+(off)\b", re.I)
 
 
 # Marks a negated word ("must not write"), so that an edit which only turns an action's
