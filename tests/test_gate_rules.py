@@ -1290,3 +1290,21 @@ def test_a_sign_off_is_an_approval_not_a_signature(approve: str, closes: list[st
     old = proc("a", "publish the handbook", ["wiki"], [("Write", "draft the pages")])
     new = replace(old, steps=(*old.steps, Step("Approve", approve)))
     assert restrictions(Facts.read(old), Facts.read(new)) == closes
+
+
+@pytest.mark.parametrize(
+    ("copy", "asked"),
+    [
+        ("copy the weekly dump to s3://acme-dumps/weekly/, encrypted client-side with age", False),
+        ("copy the weekly dump to s3://acme-dumps/weekly/", True),
+    ],
+)
+def test_a_dependent_that_already_does_what_is_now_required_is_not_asked(
+    copy: str, asked: bool
+) -> None:
+    old = proc(
+        "a", "keep the database dumps", ["dumps bucket"], [("Store", "pg_dump to s3://acme-dumps/")]
+    )
+    new = replace(old, steps=(*old.steps, Step("Lock down", "turn on encryption for the bucket")))
+    weekly = proc("b", "keep weekly dumps", ["dumps bucket"], [("Copy", copy)])
+    assert bool(verdict(old, new, weekly)) is asked

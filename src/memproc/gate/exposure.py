@@ -79,6 +79,7 @@ def content_tokens(text: str) -> set[str]:
 
 # "Sign off" is one word (to approve; an English phrasal verb), not "sign" as in a signature.
 _PHRASAL_SIGN = re.compile(r"\bsign(?:s|ed|ing)?[\s-]+(off)\b", re.I)
+_SIGN_IN = re.compile(r"\bsign(?:s|ed|ing)?[\s-]+(off|in|on|up)\b", re.I)
 
 
 # Marks a negated word ("must not write"), so that an edit which only turns an action's
@@ -221,6 +222,18 @@ def _strong(text: str) -> list[Identifier]:
     ]
 
 
+def _does(dependent: Facts) -> set[str]:
+    """The stems the dependent's steps say it does, not negated: a dependent that already
+    signs, encrypts or enforces is not the one a new requirement to do so closes out. To
+    sign in, on or up is to log in or enrol, not to sign."""
+    found: set[str] = set()
+    for where, text in dependent.texts:
+        if where.startswith("step"):
+            text = _SIGN_IN.sub(lambda m: f"sign{m.group(1).lower()}", text)
+            found |= {s for c in split_clauses(text, "", 0) if not c.negated for s in c.stems()}
+    return found
+
+
 def own_words(facts: Facts) -> set[str]:
     """The stems of the procedure's declared entity names: what it runs on, not what it did."""
     labels = " ".join((*facts.procedure.entity_names, *facts.procedure.aliases))
@@ -241,6 +254,7 @@ def undecided(
     found = exposure(old, revision, dependent, examined)
     if not found.exposed:
         closed = restrictions(old, revision) if linked else []
+        closed = [c for c in closed if c not in _does(dependent)]
         if not closed:
             return None
         return Undecided(
