@@ -23,6 +23,9 @@ from memproc.gate.lacks import required_terms
         ("uploads are accepted", set()),
         ("the relay now rejects unencrypted sessions", {"encrypted"}),
         ("deny all non-authenticated pushes", {"authenticated"}),
+        ("during the reindex, clients must queue their writes", {"queue"}),
+        ("clients must not cache the token", set()),
+        ("the cage opens only after the escort badges in", {"escort", "badges"}),
     ],
 )
 def test_what_a_step_says_is_required(text: str, required: set[str]) -> None:
@@ -79,3 +82,22 @@ def test_a_dependent_without_the_quality_a_refusal_now_demands_breaks(
     )
     scanner = proc("b", "scan to mail", ["mail relay"], [("Send", send)])
     assert ("unmet_precondition" in verdict(old, new, scanner)) is breaks
+
+
+@pytest.mark.parametrize(
+    ("load", "breaks"),
+    [
+        ("unload the centrifuge as soon as it stops spinning, without a second operator", True),
+        ("unload the centrifuge with a second operator present", False),
+    ],
+)
+def test_a_step_done_only_after_something_the_dependent_goes_without_breaks(
+    load: str, breaks: bool
+) -> None:
+    old = proc("a", "run the ultracentrifuge", ["ultracentrifuge"], [("Run", "spin at 40k rpm")])
+    new = replace(
+        old,
+        steps=(*old.steps, Step("Open", "the lid is opened only after a second operator checks")),
+    )
+    unload = proc("b", "unload the rotor", ["ultracentrifuge"], [("Unload", load)])
+    assert ("unmet_precondition" in verdict(old, new, unload)) is breaks
