@@ -3,10 +3,10 @@
 A revision can make something required in a step rather than a precondition: "calls
 without a signature header are rejected", "reachable only over the office VPN", "clients
 are expected to back off", "callers must retry", "opened only after a second check",
-"reject unencrypted uploads". A dependent that states, in so
-many words, that it does not do or have that thing ("no retries", "without a client
-certificate", "has no VPN client") has said exactly what breaks. Only what the revision
-newly requires counts: the old version must not have required it in the same words.
+"reject unencrypted uploads". A dependent that states, in so many words, that it does not
+do or have that thing ("no retries", "without a client certificate", "has no VPN client")
+has said exactly what breaks. Only what the revision newly requires counts: the old version
+must not have required it in the same words.
 """
 
 from __future__ import annotations
