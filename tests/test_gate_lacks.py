@@ -87,7 +87,7 @@ def test_a_dependent_without_the_quality_a_refusal_now_demands_breaks(
 @pytest.mark.parametrize(
     ("load", "breaks"),
     [
-        ("unload the centrifuge as soon as it stops spinning, without a second operator", True),
+        ("unload the centrifuge when the rotor stops, without a second operator", True),
         ("unload the centrifuge with a second operator present", False),
     ],
 )
@@ -97,7 +97,7 @@ def test_a_step_done_only_after_something_the_dependent_goes_without_breaks(
     old = proc("a", "run the ultracentrifuge", ["ultracentrifuge"], [("Run", "spin at 40k rpm")])
     new = replace(
         old,
-        steps=(*old.steps, Step("Open", "the lid is opened only after a second operator checks")),
+        steps=(*old.steps, Step("Open", "the lid is opened only after another operator checks")),
     )
     unload = proc("b", "unload the rotor", ["ultracentrifuge"], [("Unload", load)])
     assert ("unmet_precondition" in verdict(old, new, unload)) is breaks

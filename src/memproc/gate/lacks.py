@@ -2,7 +2,7 @@
 
 A revision can make something required in a step rather than a precondition: "calls
 without a signature header are rejected", "reachable only over the office VPN", "clients
-are expected to back off", "callers must retry", "opened only after a second check",
+are expected to back off", "callers must retry", "opened only once the guard is there",
 "reject unencrypted uploads". A dependent that states, in so many words, that it does not
 do or have that thing ("no retries", "without a client certificate", "has no VPN client")
 has said exactly what breaks. Only what the revision newly requires counts: the old version
@@ -31,7 +31,7 @@ _REQUIRED = (
         r"\b(?:expected|required|obliged|must|need|needs|have|has)\s+to\s+(?:\w+\s+)?(?P<t>\w+)",
         re.I,
     ),
-    # a modal before a bare verb: "calls in that window must retry"
+    # a modal before a bare verb: "uploads must resume"
     re.compile(r"\b(?:must|shall)\s+(?!not\b|never\b|be\b|have\b)(?P<t>\w+)", re.I),
     re.compile(
         r"\bonly\s+(?:on|via|over|through|behind|from|with|inside|within|by|after|once)\s+"

@@ -106,7 +106,7 @@ def _places(text: str) -> list[str]:
     return found
 
 
-# A definite subject and its verb: "the evidence collector uses ...", "the build host runs
+# A definite subject and its verb: "the label printer keeps ...", "the build host runs
 # ...". A modal or a form of "be" ends the subject where there is one in its first words;
 # otherwise the first word ending in -s after the head does (a verb in the third person).
 _DEFINITE = re.compile(r"\s*(?:the|this|our)\s+((?:[\w.-]+\s+){0,3})", re.I)

@@ -20,7 +20,7 @@ units as NIST Handbook 44 defines them (mile per hour, pound-force per square in
 ounce, degree Fahrenheit), and the bit per second with SI prefixes (ITU-T usage) for data rates.
 Amounts of money are a dimension per currency (ISO 4217 codes, their usual symbols and English
 names; "$" is read as US dollars), so a limit in dollars is never compared with one in euros.
-Numbers may be written in words ("two thousand five hundred dollars", see `numerals`).
+Numbers may be written in words ("nine hundred euros", see `numerals`).
 """
 
 from __future__ import annotations

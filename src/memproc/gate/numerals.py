@@ -1,4 +1,4 @@
-"""English cardinal numbers written in words ("two thousand five hundred", "forty-five").
+"""English cardinal numbers written in words ("seven thousand and twelve", "forty-five").
 
 The words are the closed class of English cardinals: the units and teens, the tens, and the
 multipliers hundred, thousand and million. A number is read from the longest run of them
