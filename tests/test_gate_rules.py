@@ -1308,3 +1308,19 @@ def test_a_dependent_that_already_does_what_is_now_required_is_not_asked(
     new = replace(old, steps=(*old.steps, Step("Lock down", "turn on encryption for the bucket")))
     weekly = proc("b", "keep weekly dumps", ["dumps bucket"], [("Copy", copy)])
     assert bool(verdict(old, new, weekly)) is asked
+
+
+@pytest.mark.parametrize(
+    ("post", "breaks"),
+    [
+        ("write manual adjustments into the ledger schema", True),
+        ("read the ledger schema for the dashboard", False),
+    ],
+)
+def test_no_subject_may_act_forbids_the_act_whoever_does_it(post: str, breaks: bool) -> None:
+    steps = [("Export", "nightly export of the ledger schema to parquet")]
+    old = proc("a", "export the ledger", ["finance warehouse"], steps)
+    rule = "no job other than the nightly export may write into the ledger schema"
+    new = replace(old, preconditions=(rule,))
+    poster = proc("b", "post adjustments", ["finance warehouse"], [("Post", post)])
+    assert verdict(old, new, poster) == (["new_prohibition"] if breaks else [])

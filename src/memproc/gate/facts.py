@@ -240,6 +240,8 @@ def prohibited_terms(clause: Clause) -> list[str]:
     tokens = clause.tokens
     if passive and not (lead or must_not):
         tokens = _before_state(tokens)  # "X is deprecated on ...": X is what is forbidden
+    if words[0] == "no":
+        tokens = _after_subject(tokens)  # "no role but the owner may create ...": the act
     terms = []
     for token in tokens:
         if token.kind not in ("word", "path", "env", "code", "flag", "version"):
@@ -251,6 +253,35 @@ def prohibited_terms(clause: Clause) -> list[str]:
                 continue
             terms.append(stem(part))
     return list(dict.fromkeys(terms))
+
+
+# English modals: in "no <subject> may <act>", what stands before one says who is forbidden.
+_MODALS = frozenset(("may", "can", "shall", "should", "must", "will"))
+# How far into a clause the subject of "no ... may" may reach, in words.
+_SUBJECT_WORDS = 8
+
+
+def _after_subject(tokens: list[Token]) -> list[Token]:
+    """The forbidden act of "no <subject> <modal> <act>": who is forbidden is not what a
+    dependent must be seen doing."""
+    words = [i for i, t in enumerate(tokens) if t.kind == "word"]
+    for i in words[1 : _SUBJECT_WORDS + 1]:
+        if tokens[i].lower in _MODALS:
+            return tokens[i + 1 :]
+    return tokens
+
+
+def forbidden_verb(clause: Clause) -> str | None:
+    """The verb of the act "no <subject> <modal> <act>" forbids, as a stem: a dependent must do
+    that act ("write into the ledger"), not merely name its object ("read the ledger")."""
+    words = [t.lower for t in clause.words]
+    if not words or words[0] != "no":
+        return None
+    act = _after_subject(clause.tokens)
+    if len(act) == len(clause.tokens):
+        return None
+    verb = next((t for t in act if t.kind == "word" and t.lower not in lx.NEGATORS), None)
+    return stem(verb.lower) if verb is not None else None
 
 
 def _before_state(tokens: list[Token]) -> list[Token]:

@@ -16,7 +16,7 @@ import re
 
 from memproc.gate import lexicon as lx
 from memproc.gate import schedule
-from memproc.gate.facts import Facts, prohibited_terms
+from memproc.gate.facts import Facts, forbidden_verb, prohibited_terms
 from memproc.gate.model import Finding
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import Clause, artifacts, equivalent, stem
@@ -132,6 +132,12 @@ def target(clause: Clause) -> tuple[list[str], str] | None:
     return None
 
 
+def _does_the_act(rule: Clause, clauses: list[Clause]) -> bool:
+    """For "no <subject> may <act>": the step does that very act (see `forbidden_verb`)."""
+    verb = forbidden_verb(rule)
+    return verb is None or any(equivalent(verb, s) for s in step_stems(clauses))
+
+
 def _other_target(rule: Clause, clauses: list[Clause]) -> bool:
     """The dependent does the forbidden thing to another object of the same kind: "never write
     into staging tables" and "write into the reporting table"."""
@@ -188,6 +194,7 @@ def violated_prohibitions(
                     continue
             elif (
                 not covered(terms, step_stems(clauses), compound_stems(rule))
+                or not _does_the_act(rule, clauses)
                 or _other_target(rule, clauses)
                 or _meets_qualifier(rule, clauses)
             ):
