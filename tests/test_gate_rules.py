@@ -1324,3 +1324,18 @@ def test_no_subject_may_act_forbids_the_act_whoever_does_it(post: str, breaks: b
     new = replace(old, preconditions=(rule,))
     poster = proc("b", "post adjustments", ["finance warehouse"], [("Post", post)])
     assert verdict(old, new, poster) == (["new_prohibition"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("push", "breaks"),
+    [("push about 7 uploads a second", True), ("push about 3 uploads a second", False)],
+)
+def test_a_step_titled_by_a_limit_word_states_the_limit_in_its_detail(
+    push: str, breaks: bool
+) -> None:
+    old = proc(
+        "a", "run the upload API", ["upload API"], [("Cap", "300 uploads per minute per tenant")]
+    )
+    new = replace(old, steps=(Step("Cap", "4 uploads/second per tenant"),))
+    sync = proc("b", "sync scans to the upload API", ["upload API"], [("Push", push)])
+    assert verdict(old, new, sync) == (["tightened_limit"] if breaks else [])

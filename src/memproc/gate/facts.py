@@ -137,10 +137,14 @@ class Facts:
     @cached_property
     def limits(self) -> list[Limit]:
         found = []
-        for clauses in self.units.values():
+        for source, clauses in self.units.items():
             subject = [s for c in clauses for s in c.stems() if not _is_unit_or_limit(s)]
-            for clause in clauses:
-                if is_limit(clause):
+            # A step titled by a limit word ("Throttle | 5 requests per second") states
+            # the limit in the clause after its title.
+            titled = source.startswith("step") and is_limit(clauses[0])
+            titled = titled and not quantities(clauses[0], periods=True)
+            for n, clause in enumerate(clauses):
+                if is_limit(clause) or (titled and n == 1):
                     for quantity in quantities(clause, periods=True):
                         found.append(Limit(clause, quantity, subject))
         return found
