@@ -1339,3 +1339,21 @@ def test_a_step_titled_by_a_limit_word_states_the_limit_in_its_detail(
     new = replace(old, steps=(Step("Cap", "4 uploads/second per tenant"),))
     sync = proc("b", "sync scans to the upload API", ["upload API"], [("Push", push)])
     assert verdict(old, new, sync) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("rebuild", "breaks"),
+    [
+        ("rebuild the report from the four previous weeks of proxy logs", True),
+        ("rebuild the report from the two previous days of proxy logs", False),
+    ],
+)
+def test_a_look_back_of_n_previous_periods_against_a_shortened_retention(
+    rebuild: str, breaks: bool
+) -> None:
+    old = proc(
+        "a", "keep the proxy logs", ["proxy logs"], [("Retention", "delete logs after 35 days")]
+    )
+    new = replace(old, steps=(Step("Retention", "delete logs after 14 days"),))
+    report = proc("b", "monthly proxy report", ["proxy logs"], [("Rebuild", rebuild)])
+    assert verdict(old, new, report) == (["tightened_limit"] if breaks else [])

@@ -71,10 +71,17 @@ def duration(text: str) -> float | None:
 
 # A number written as a word before a unit of time ("two hours", "an hour", "half an hour"):
 # English number words from the lexicon, and "half" as the fraction it names.
-_TIME_UNIT = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?)\b"
+_TIME_UNIT = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
+# An adjective of a stretch of time may stand between ("the three previous months").
+_SPAN_WORD = r"(?:(?:previous|past|last|preceding|prior|trailing|full|whole|calendar)\s+)?"
 _HALF = re.compile(r"\bhalf\s+(?:an?\s+)?" + _TIME_UNIT, re.I)
 _WORD_NUMBER = re.compile(
-    r"\b(" + "|".join(sorted(lx.NUMBER_WORDS, key=len, reverse=True)) + r")\s+" + _TIME_UNIT,
+    r"\b("
+    + "|".join(sorted(lx.NUMBER_WORDS, key=len, reverse=True))
+    + r")\s+("
+    + _SPAN_WORD
+    + _TIME_UNIT
+    + ")",
     re.I,
 )
 # The same without the articles: beside other quantities, "a minute" is a rate's period
@@ -82,8 +89,10 @@ _WORD_NUMBER = re.compile(
 _WORD_NUMBER_ONLY = re.compile(
     r"\b("
     + "|".join(sorted(set(lx.NUMBER_WORDS) - {"a", "an"}, key=len, reverse=True))
-    + r")\s+"
-    + _TIME_UNIT,
+    + r")\s+("
+    + _SPAN_WORD
+    + _TIME_UNIT
+    + ")",
     re.I,
 )
 

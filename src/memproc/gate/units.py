@@ -76,6 +76,15 @@ _PERIOD = re.compile(
 )
 
 
+# A count of periods with a word of time between ("the 3 previous months", "12 trailing
+# weeks"): English adjectives of a stretch of time.
+_SPAN = re.compile(
+    r"\b(\d+)\s+(?:previous|past|last|preceding|prior|trailing|full|whole|calendar)\s+"
+    r"(days?|weeks?|months?|quarters?|years?)\b",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class Quantity:
     """`dimension` is time, size, rate or count; `value` in seconds, bytes, events/second."""
@@ -125,6 +134,10 @@ def scan(text: str, *, memory: bool = False, length: bool = False) -> list[Quant
         if re.search(r"\b(?:every|each)\s*$", text[: match.start()], re.I):
             read = [Quantity("period", q.value, q.text) for q in read]  # a schedule
         found += read
+    for match in _SPAN.finditer(text):
+        factor = unit(match.group(2))
+        if factor is not None and factor[0] == "time":
+            found.append(Quantity("time", float(match.group(1)) * factor[1], match.group(0)))
     for match in _PERIOD.finditer(text):
         word = match.group(1).lower()
         found.append(Quantity("time", SECONDS[word], match.group(0)))
