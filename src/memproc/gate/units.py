@@ -135,9 +135,9 @@ def scan(text: str, *, memory: bool = False, length: bool = False) -> list[Quant
             read = [Quantity("period", q.value, q.text) for q in read]  # a schedule
         found += read
     for match in _SPAN.finditer(text):
-        factor = unit(match.group(2))
-        if factor is not None and factor[0] == "time":
-            found.append(Quantity("time", float(match.group(1)) * factor[1], match.group(0)))
+        spanned = unit(match.group(2))
+        if spanned is not None and spanned[0] == "time":
+            found.append(Quantity("time", float(match.group(1)) * spanned[1], match.group(0)))
     for match in _PERIOD.finditer(text):
         word = match.group(1).lower()
         found.append(Quantity("time", SECONDS[word], match.group(0)))
