@@ -1357,3 +1357,19 @@ def test_a_look_back_of_n_previous_periods_against_a_shortened_retention(
     new = replace(old, steps=(Step("Retention", "delete logs after 14 days"),))
     report = proc("b", "monthly proxy report", ["proxy logs"], [("Rebuild", rebuild)])
     assert verdict(old, new, report) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("change", "breaks"),
+    [
+        ("drop the unused column fax_number from customers", True),
+        ("add a column loyalty_tier to customers", False),
+    ],
+)
+def test_a_prohibition_of_alternatives_forbids_each(change: str, breaks: bool) -> None:
+    steps = [("Migrate", "apply the customers migrations")]
+    old = proc("a", "ship the CRM release", ["customers table"], steps)
+    freeze = Step("Schema freeze", "columns may be added; do not drop or rename any")
+    new = replace(old, steps=(*old.steps, freeze))
+    tidy = proc("b", "tidy the customers table", ["customers table"], [("Change", change)])
+    assert verdict(old, new, tidy) == (["new_prohibition"] if breaks else [])

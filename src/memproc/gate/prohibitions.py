@@ -38,10 +38,23 @@ def prohibitions_of(facts: Facts) -> list[Prohibition]:
             if terms and previous is not None and _elliptical(clause):
                 terms = _head_terms(previous) + terms
             if terms:
-                found.append((clause, list(dict.fromkeys(terms))))
+                found.append((clause, _alternatives(clause, list(dict.fromkeys(terms)))))
             else:
                 previous = clause
     return found
+
+
+def _alternatives(clause: Clause, terms: list[str]) -> list[str]:
+    """A prohibition of alternatives ("do not remove or rename fields") forbids each one: the
+    words joined by "or" become one slot, `a|b`, that either fills and that a step must fill
+    (see `covered`)."""
+    words = [t.lower for t in clause.words]
+    for i in range(1, len(words) - 1):
+        a, b = stem(words[i - 1]), stem(words[i + 1])
+        if words[i] == "or" and a in terms and b in terms and a != b:
+            slot = f"{a}|{b}"
+            return [slot if t == a else t for t in terms if t != b]
+    return terms
 
 
 def _elliptical(clause: Clause) -> bool:
@@ -74,8 +87,14 @@ def new_prohibitions(old: Facts, revision: Facts) -> list[Prohibition]:
 def covered(terms: list[str], stems: list[str], strong: frozenset[str] = frozenset()) -> bool:
     """Most of a prohibition's terms are in the step; a term from a compound name
     ("configuration-snippet", "read_replica") weighs double, being specific."""
+
+    def held(term: str) -> bool:
+        return any(equivalent(part, s) for part in term.split("|") for s in stems)
+
+    if any("|" in t and not held(t) for t in terms):
+        return False  # none of the forbidden alternatives is done
     weight = sum(2 if t in strong else 1 for t in terms)
-    have = sum(2 if t in strong else 1 for t in terms if any(equivalent(t, s) for s in stems))
+    have = sum(2 if t in strong else 1 for t in terms if held(t))
     return have >= max(1, math.ceil(VIOLATE_SHARE * weight))
 
 
