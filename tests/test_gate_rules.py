@@ -1373,3 +1373,24 @@ def test_a_prohibition_of_alternatives_forbids_each(change: str, breaks: bool) -
     new = replace(old, steps=(*old.steps, freeze))
     tidy = proc("b", "tidy the customers table", ["customers table"], [("Change", change)])
     assert verdict(old, new, tidy) == (["new_prohibition"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("replay", "breaks"),
+    [
+        ("replay calls from the last 30 days straight from the bucket", True),
+        ("replay calls from the last 7 days straight from the bucket", False),
+    ],
+)
+def test_data_archived_sooner_is_out_of_reach_of_a_longer_look_back(
+    replay: str, breaks: bool
+) -> None:
+    old = proc(
+        "a",
+        "store call recordings",
+        ["call recordings"],
+        [("Tier", "move recordings to the archive tier after 60 days")],
+    )
+    new = replace(old, steps=(Step("Tier", "move recordings to the archive tier after 20 days"),))
+    qa = proc("b", "sample calls for QA", ["call recordings"], [("Replay", replay)])
+    assert verdict(old, new, qa) == (["tightened_limit"] if breaks else [])

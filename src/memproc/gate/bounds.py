@@ -21,11 +21,12 @@ from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
 
 # Words that make a quantity an upper or a lower bound: English words for limits, and the
-# abbreviations operations settings use (max, min, ttl), from general knowledge.
+# abbreviations operations settings use (max, min, ttl), from general knowledge. Data moved
+# to an archive after a time is at hand only that long, so "archive" bounds it too.
 UPPER_WORDS = lx.words(
     """max maximum limit limits limited cap caps capped ceiling timeout timeouts ttl
     retention retain retained expire expires expiry lifetime lifespan quota delete deleted purge
-    purged keep kept"""
+    purged keep kept archive archived"""
 )
 LOWER_WORDS = lx.words("min minimum floor least")
 # A timeout or a time-to-live given as a bare number is in seconds: the convention of
