@@ -1,6 +1,9 @@
-"""Path templates whose placeholders change order, on workflows written for this test."""
+"""Templates whose placeholders change order (paths, and IDs read by position), on workflows
+written for this test."""
 
 from __future__ import annotations
+
+import pytest
 
 from memproc.gate import Procedure, Step, assess
 from memproc.gate.identifiers import find, same
@@ -115,3 +118,20 @@ def test_placeholders_matched_to_neither_layout_are_a_question() -> None:
 def test_a_dependent_on_another_bucket_is_not_asked_about() -> None:
     reader = proc("rd", "chart site readings", "Fetch | gs://other-archive/${SITE}/$(date +%Y)/")
     assert outcome(archiver(ARCHIVE), archiver(RELAID), reader) == []
+
+
+@pytest.mark.parametrize(
+    ("split", "breaks"),
+    [
+        ("Split | region, store, till = receipt_code.split('-')", True),
+        ("Split | store, region, till = receipt_code.split('-')", False),
+        ("Split | look the receipt up by its full code", False),
+    ],
+)
+def test_an_id_template_whose_fields_changed_order_breaks_a_positional_reader(
+    split: str, breaks: bool
+) -> None:
+    old = proc("a", "issue receipts", "Number | receipt code {region}-{store}-{till}")
+    new = proc("a", "issue receipts", "Number | receipt code {store}-{region}-{till}")
+    reader = proc("b", "reconcile receipts", split)
+    assert outcome(old, new, reader) == (["changed_format"] if breaks else [])

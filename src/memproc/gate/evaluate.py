@@ -100,6 +100,7 @@ class _Reading:
             findings = limits.tightened_permissions(old, new, dependent, at_least=3)
             # the dependent names the very resource: a path laid out anew, a deleted name
             findings = findings or layouts.changed_layouts(old, new, dependent)
+            findings = findings or layouts.reordered_fields(old, new, dependent)
             findings = findings or deletions.deleted_inputs(old, new, dependent)
             if not findings and knowledge.linked(old, new, dependent, surface):
                 # A dependent that runs at a clock time and names what the procedure is
@@ -139,6 +140,7 @@ class _Reading:
             *removed.removed_identifiers(old, new, dependent),
             *removed.destructive_options(old, new, dependent),
             *layouts.changed_layouts(old, new, dependent),
+            *layouts.reordered_fields(old, new, dependent),
             *deletions.deleted_inputs(old, new, dependent),
             *outputs.changed_formats(old, new, dependent),
             *outputs.changed_versions(old, new, dependent),

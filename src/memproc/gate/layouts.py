@@ -9,10 +9,15 @@ with the old one field by field (see `templates`), and the dependent's path with
 - it already follows the new one: safe;
 - its placeholders cannot be matched to either layout: a question for the judge, never a
   pass.
+
+A template that is not a path (an ID or a key, `{region}-{store}-{till}`) is read by
+position: a dependent that names its fields in the old order in one clause (`region, store,
+till = code.split('-')`) reads the new values into the wrong fields.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from memproc.gate import templates
@@ -109,3 +114,48 @@ def undecided(old: Facts, revision: Facts, dependent: Facts) -> Undecided | None
 
 def _order(ident: Identifier) -> str:
     return "/".join(templates.fields(ident.layout))
+
+
+# Two or more placeholders joined by a separator that is not a path's ("{a}-{b}_{c}").
+_FIELDS = re.compile(r"\{(\w+)\}(?:[-_.:|+]\{(\w+)\})+")
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _field_orders(facts: Facts) -> list[tuple[str, ...]]:
+    found = []
+    for _, text in facts.texts:
+        for match in _FIELDS.finditer(text):
+            found.append(tuple(f.lower() for f in _FIELD.findall(match.group(0))))
+    return found
+
+
+def _named_in_order(fields: tuple[str, ...], dependent: Facts) -> tuple[str, ...] | None:
+    """The fields in the order one clause of the dependent names them all, if one does."""
+    for where, text in dependent.texts:
+        if not where.startswith("step"):
+            continue
+        for clause in re.split(r"[;|]", text):
+            words = [w.lower() for w in re.findall(r"[A-Za-z_]\w*", clause)]
+            places = {f: words.index(f) for f in fields if f in words}
+            if len(places) == len(fields):
+                return tuple(sorted(fields, key=places.__getitem__))
+    return None
+
+
+def reordered_fields(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """A non-path template whose fields changed order, against a dependent that names them
+    in the old order (it reads them by position)."""
+    now = _field_orders(revision)
+    for before in _field_orders(old):
+        for after in now:
+            if before == after or sorted(before) != sorted(after):
+                continue
+            theirs = _named_in_order(before, dependent)
+            if theirs == before:
+                detail = (
+                    f"the revision orders the fields {'-'.join(before)} as {'-'.join(after)}; "
+                    "the dependent reads them in the old order"
+                )
+                evidence = {"old": "-".join(before), "new": "-".join(after)}
+                return [Finding(dependent.procedure.id, "changed_format", detail, evidence)]
+    return []
