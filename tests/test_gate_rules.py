@@ -1378,8 +1378,8 @@ def test_a_prohibition_of_alternatives_forbids_each(change: str, breaks: bool) -
 @pytest.mark.parametrize(
     ("replay", "breaks"),
     [
-        ("replay calls from the last 30 days straight from the bucket", True),
-        ("replay calls from the last 7 days straight from the bucket", False),
+        ("replay a month of calls straight from the bucket", True),
+        ("replay a week of calls straight from the bucket", False),
     ],
 )
 def test_data_archived_sooner_is_out_of_reach_of_a_longer_look_back(

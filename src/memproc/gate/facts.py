@@ -139,7 +139,7 @@ class Facts:
         found = []
         for source, clauses in self.units.items():
             subject = [s for c in clauses for s in c.stems() if not _is_unit_or_limit(s)]
-            # A step titled by a limit word ("Throttle | 5 requests per second") states
+            # A step titled by a limit word ("Quota | 40 uploads an hour") states
             # the limit in the clause after its title.
             titled = source.startswith("step") and is_limit(clauses[0])
             titled = titled and not quantities(clauses[0], periods=True)

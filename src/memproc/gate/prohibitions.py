@@ -45,7 +45,7 @@ def prohibitions_of(facts: Facts) -> list[Prohibition]:
 
 
 def _alternatives(clause: Clause, terms: list[str]) -> list[str]:
-    """A prohibition of alternatives ("do not remove or rename fields") forbids each one: the
+    """A prohibition of alternatives ("never edit or drop rows") forbids each one: the
     words joined by "or" become one slot, `a|b`, that either fills and that a step must fill
     (see `covered`)."""
     words = [t.lower for t in clause.words]

@@ -72,7 +72,7 @@ def duration(text: str) -> float | None:
 # A number written as a word before a unit of time ("two hours", "an hour", "half an hour"):
 # English number words from the lexicon, and "half" as the fraction it names.
 _TIME_UNIT = r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b"
-# An adjective of a stretch of time may stand between ("the three previous months").
+# An adjective of a stretch of time may stand between ("the four trailing weeks").
 _SPAN_WORD = r"(?:(?:previous|past|last|preceding|prior|trailing|full|whole|calendar)\s+)?"
 _HALF = re.compile(r"\bhalf\s+(?:an?\s+)?" + _TIME_UNIT, re.I)
 _WORD_NUMBER = re.compile(
