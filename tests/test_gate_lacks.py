@@ -26,6 +26,7 @@ from memproc.gate.lacks import required_terms
         ("during the reindex, clients must queue their writes", {"queue"}),
         ("clients must not cache the token", set()),
         ("the cage opens only after the escort badges in", {"escort", "badges"}),
+        ("Require TLS 1.2 | on every listener", {"tls"}),
     ],
 )
 def test_what_a_step_says_is_required(text: str, required: set[str]) -> None:
@@ -101,3 +102,20 @@ def test_a_step_done_only_after_something_the_dependent_goes_without_breaks(
     )
     unload = proc("b", "unload the rotor", ["ultracentrifuge"], [("Unload", load)])
     assert ("unmet_precondition" in verdict(old, new, unload)) is breaks
+
+
+@pytest.mark.parametrize(
+    ("connect", "breaks"),
+    [
+        ("syslog to logs.lab.internal:514 in plain text", True),
+        ("syslog to logs.lab.internal:6514, no TLS", True),
+        ("syslog to logs.lab.internal:6514 over TLS with the lab CA", False),
+    ],
+)
+def test_a_dependent_without_any_protection_breaks_a_new_security_requirement(
+    connect: str, breaks: bool
+) -> None:
+    old = proc("a", "run the log collector", ["log collector"], [("Listen", "accept syslog")])
+    new = replace(old, steps=(Step("Listen", "accept syslog; require message signing"),))
+    device = proc("b", "ship device logs", ["log collector"], [("Ship", connect)])
+    assert ("unmet_precondition" in verdict(old, new, device)) is breaks

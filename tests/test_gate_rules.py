@@ -125,6 +125,7 @@ def test_negation_reaches_a_list_after_a_comma_and_contrast_sets_aside() -> None
 def test_well_known_short_names_and_families() -> None:
     assert same_system("k8s", "Kubernetes") and same_system("AKS", "kubectl")
     assert same_system("psql", "PostgreSQL") and not same_system("GitHub Actions", "GHCR")
+    assert same_system("AD", "Active Directory") and same_system("Azure AD", "Entra ID")
 
 
 # -- surface ---------------------------------------------------------------------------------------
@@ -1394,3 +1395,20 @@ def test_data_archived_sooner_is_out_of_reach_of_a_longer_look_back(
     new = replace(old, steps=(Step("Tier", "move recordings to the archive tier after 20 days"),))
     qa = proc("b", "sample calls for QA", ["call recordings"], [("Replay", replay)])
     assert verdict(old, new, qa) == (["tightened_limit"] if breaks else [])
+
+
+def test_a_dependent_linked_by_another_name_that_goes_without_a_new_requirement_breaks() -> None:
+    old = proc(
+        "a",
+        "harden Active Directory",
+        ["Active Directory"],
+        [("Policy", "domain controllers accept simple binds")],
+    )
+    new = replace(old, steps=(Step("Policy", "require LDAP signing on domain controllers"),))
+    sync = proc(
+        "b",
+        "sync the door badges",
+        ["AD", "badge server"],
+        [("Bind", "ldap://dc2.corp.internal:389 as svc-doors, unsigned")],
+    )
+    assert verdict(old, new, sync) == ["unmet_precondition"]

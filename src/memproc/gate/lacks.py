@@ -3,10 +3,12 @@
 A revision can make something required in a step rather than a precondition: "calls
 without a signature header are rejected", "reachable only over the office VPN", "clients
 are expected to back off", "callers must retry", "opened only once the guard is there",
-"reject unencrypted uploads". A dependent that states, in so many words, that it does not
-do or have that thing ("no retries", "without a client certificate", "has no VPN client")
-has said exactly what breaks. Only what the revision newly requires counts: the old version
-must not have required it in the same words.
+"reject unencrypted uploads", "require TLS". A dependent that states, in so many words,
+that it does not do or have that thing ("no retries", "without a client certificate", "has
+no VPN client") has said exactly what breaks; one that says it uses no protection at all
+("in plain text", "no TLS") goes without whichever the revision now requires. Only what the
+revision newly requires counts: the old version must not have required it in the same
+words.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import re
 
 from memproc.gate import lexicon as lx
+from memproc.gate.exposure import SECURITY_TERMS
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding
-from memproc.gate.text import equivalent, stem
+from memproc.gate.text import Clause, equivalent, stem
 
 # How a step says something is required (English): what is refused without it, what access
 # is allowed only through it, what callers are expected or required to do.
@@ -38,6 +41,12 @@ _REQUIRED = (
         r"(?P<t>[^;]{1,60})",
         re.I,
     ),
+    # an imperative or a statement of what is now required: "require signing on the DCs"
+    re.compile(
+        r"\b(?:require|requires|required|enforce|enforces|enforced)\s+(?!to\b|by\b|for\b)"
+        r"(?P<t>[\w-]+(?:\s+[\w-]+)?)",
+        re.I,
+    ),
     # what is refused when it lacks a quality: "reject unsigned commits" requires signing
     re.compile(rf"\b(?:{_REFUSAL})\s+(?:all\s+|any\s+)?(?:un|non-?)(?P<t>\w+ed)\b", re.I),
 )
@@ -45,6 +54,16 @@ _REQUIRED = (
 _GENERAL = frozenset(stem(w) for w in lx.GENERIC_VERBS) | frozenset(
     stem(w) for w in lx.words("request requests call calls client clients user users be")
 )
+
+
+# Transport and message security: a dependent that says it uses none of these ("no TLS",
+# "unsigned", "in plain text") goes without whichever one the revision now requires.
+_SECURITY = frozenset(stem(w) for w in SECURITY_TERMS)
+_INSECURE = re.compile(r"\b(?:unsigned|unencrypted|plain\s*text|plaintext|insecure)\b", re.I)
+
+
+def _insecure(clause: Clause) -> bool:
+    return bool(set(clause.stems(negated=True)) & _SECURITY) or bool(_INSECURE.search(clause.text))
 
 
 def required_terms(text: str) -> dict[str, str]:
@@ -72,9 +91,12 @@ def lacks_required(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
     newly = {s: w for s, w in _required(revision).items() if s not in before}
     if not newly:
         return []
+    secure = [w for s, w in newly.items() if s in _SECURITY]
     for clause in dependent.clauses:
         lacking = [s for s in clause.stems(negated=True) if s not in _GENERAL]
         shared = sorted({w for n, w in newly.items() for s in lacking if equivalent(n, s)})
+        if not shared and secure and _insecure(clause):
+            shared = secure  # it says it goes without any protection of its connection
         if shared:
             return [
                 Finding(

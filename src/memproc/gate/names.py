@@ -68,6 +68,12 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "amazon rds": ("amazon rds",),
     "sqs": ("amazon sqs",),
     "sns": ("amazon sns",),
+    # identity and directories
+    "ad": ("active directory",),
+    "ms ad": ("active directory",),
+    "aad": ("microsoft entra id",),
+    "azure ad": ("microsoft entra id",),
+    "entra id": ("microsoft entra id",),
     # source control and CI
     "gh": ("github",),
     "gha": ("github actions",),
