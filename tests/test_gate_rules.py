@@ -1412,3 +1412,27 @@ def test_a_dependent_linked_by_another_name_that_goes_without_a_new_requirement_
         [("Bind", "ldap://dc2.corp.internal:389 as svc-doors, unsigned")],
     )
     assert verdict(old, new, sync) == ["unmet_precondition"]
+
+
+def test_a_rate_set_under_its_period_as_the_key() -> None:
+    found = scan("rate-limiting: minute = 120, hour: 3600")
+    assert [q.value for q in found if q.dimension == "rate"] == [2.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("push", "breaks"),
+    [
+        ("PUT https://stock.example.net/v1/items/{id} at 15 requests per second", True),
+        ("PUT https://stock.example.net/v1/items/{id} at 1 request per second", False),
+    ],
+)
+def test_a_tightened_rate_limit_breaks_a_caller_that_needs_more(push: str, breaks: bool) -> None:
+    old = proc(
+        "a",
+        "operate the stock API gateway",
+        ["stock API gateway"],
+        [("Limit", "rate-limiting plugin: minute = 2400 per consumer")],
+    )
+    new = replace(old, steps=(Step("Limit", "rate-limiting plugin: minute = 90 per consumer"),))
+    sync = proc("b", "push stock levels through the stock API", ["warehouse"], [("Push", push)])
+    assert verdict(old, new, sync) == (["tightened_limit"] if breaks else [])

@@ -107,8 +107,10 @@ class _Reading:
                 # A dependent that runs at a clock time and names what the procedure is
                 # about ("pull the release candidate") waits for its output by the clock.
                 findings = order.finishes_later(old, new, dependent)
-                # One that names the system and says it goes without what it now requires.
+                # One that names the system and says it goes without what it now requires,
+                # or needs more than a bound it tightened now allows.
                 findings = findings or lacks.lacks_required(old, new, dependent)
+                findings = findings or bounds.tightened_bounds(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
         if not findings and knowledge.linked(old, new, dependent, surface):

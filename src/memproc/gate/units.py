@@ -76,6 +76,9 @@ _PERIOD = re.compile(
 )
 
 
+# A rate set under its period as the key, as rate-limiting plugins spell it ("minute = 100",
+# "second: 20"): so many per that period.
+_PER_UNIT_SETTING = re.compile(r"\b(second|minute|hour|day)\s*[:=]\s*(\d+)\b", re.I)
 # A count of periods with a word of time between ("the 3 previous months", "12 trailing
 # weeks"): English adjectives of a stretch of time.
 _SPAN = re.compile(
@@ -134,6 +137,9 @@ def scan(text: str, *, memory: bool = False, length: bool = False) -> list[Quant
         if re.search(r"\b(?:every|each)\s*$", text[: match.start()], re.I):
             read = [Quantity("period", q.value, q.text) for q in read]  # a schedule
         found += read
+    for match in _PER_UNIT_SETTING.finditer(text):
+        seconds = SECONDS[match.group(1).lower()]
+        found.append(Quantity("rate", float(match.group(2)) / seconds, match.group(0)))
     for match in _SPAN.finditer(text):
         spanned = unit(match.group(2))
         if spanned is not None and spanned[0] == "time":
