@@ -1436,3 +1436,29 @@ def test_a_tightened_rate_limit_breaks_a_caller_that_needs_more(push: str, break
     new = replace(old, steps=(Step("Limit", "rate-limiting plugin: minute = 90 per consumer"),))
     sync = proc("b", "push stock levels through the stock API", ["warehouse"], [("Push", push)])
     assert verdict(old, new, sync) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("rule", "asked"),
+    [
+        ("every delivery gets signed for at the dock", False),
+        ("deliveries are signed for at the dock, and nobody rides the mezzanine lift", True),
+    ],
+)
+def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bool) -> None:
+    steps = [("Receive", "check the delivery note against the PO")]
+    old = proc(
+        "a",
+        "receive goods",
+        ["goods-in dock"],
+        steps,
+        preconditions=["deliveries are signed for at the dock"],
+    )
+    new = replace(old, preconditions=(rule,))
+    stock = proc(
+        "b",
+        "put stock away",
+        ["goods-in dock"],
+        [("Lift", "ride the mezzanine lift up with the trolley")],
+    )
+    assert bool(verdict(old, new, stock)) is asked

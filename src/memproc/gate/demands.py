@@ -402,7 +402,35 @@ def restates(d: Demand, was: str | None) -> bool:
     if not all(any(identifiers.same(i, o) for o in old.idents) for i in d.idents):
         return False  # it names something the old rule did not
     words = [t for t in d.terms if not t.startswith("q:")]
+    if _adds_a_part(d.text, was):
+        return False
     return any(_same_or_part(t, o) for t in words for o in old.terms if not o.startswith("q:"))
+
+
+# Where a precondition joins its parts: "and", a semicolon, a comma (English coordination).
+_PARTS = re.compile(r"\band\b|[;,]", re.I)
+# Content words a joined part needs before it counts as asking something of its own.
+_PART_WORDS = 2
+
+
+def _adds_a_part(text: str, was: str) -> bool:
+    """The new text joins to the old rule a part about something else ("labelled carboys,
+    and halogenated solvents never mixed"): a second demand or a prohibition, not a
+    rewording, however much of the first part it repeats."""
+    before = _content_stems(was)
+    for part in _PARTS.split(text):
+        mine = _content_stems(part)
+        if len(mine) >= _PART_WORDS and not any(_same_or_part(a, b) for a in mine for b in before):
+            return True
+    return False
+
+
+def _content_stems(text: str) -> set[str]:
+    return {
+        stem(w.lower())
+        for w in re.findall(r"[A-Za-z][A-Za-z-]+", text)
+        if w.lower() not in lx.STOPWORDS and w.lower() not in lx.GENERIC_VERBS and len(w) > 2
+    }
 
 
 def _same_measures(text: str, was: str) -> bool:
