@@ -1462,3 +1462,21 @@ def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bo
         [("Lift", "ride the mezzanine lift up with the trolley")],
     )
     assert bool(verdict(old, new, stock)) is asked
+
+
+@pytest.mark.parametrize(
+    ("need", "breaks"),
+    [
+        ("auditor's rule: fire doors inspected at least every 6 months", True),
+        ("auditor's rule: fire doors inspected at least every 2 years", False),
+        ("auditor's rule: lifts serviced at least every 6 months", False),
+    ],
+)
+def test_a_step_done_less_often_breaks_a_dependent_that_needs_it_more_often(
+    need: str, breaks: bool
+) -> None:
+    steps = [("Doors", "inspect fire doors every 3 months")]
+    old = proc("a", "maintain the building", ["facilities"], steps)
+    new = replace(old, steps=(Step("Doors", "inspect fire doors every 12 months"),))
+    audit = proc("b", "pass the safety audit", ["facilities"], [("Check", need)])
+    assert verdict(old, new, audit) == (["tightened_limit"] if breaks else [])

@@ -19,6 +19,7 @@ from memproc.gate import identifiers, schedule, sequence, units, values
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
+from memproc.gate.text import equivalent, stem
 
 # Words that make a quantity an upper or a lower bound: English words for limits, and the
 # abbreviations operations settings use (max, min, ttl), from general knowledge. Data moved
@@ -291,3 +292,47 @@ def tightened_bounds(old: Facts, revision: Facts, dependent: Facts) -> list[Find
             )
         )
     return findings
+
+
+# How a dependent states the longest it may go between two acts: "at least every 12 months",
+# "within the last 90 days" (English).
+_AT_MOST_APART = re.compile(
+    r"\b(?:at\s+least\s+(?:once\s+)?every|within\s+(?:the\s+)?(?:last|past|previous)?)\s+"
+    r"(\d+(?:\.\d+)?\s*[A-Za-z]+)",
+    re.I,
+)
+
+
+def lengthened_periods(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """A step now done less often ("every 3 months" -> "every 6 months"), against a dependent
+    that needs it done at least every so often, more often than the new period allows and
+    no more often than the old one did."""
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
+        before = [q for q in units.scan(_text(old.procedure.steps[i])) if q.dimension == "period"]
+        after_text = _text(revision.procedure.steps[j])
+        after = [q for q in units.scan(after_text) if q.dimension == "period"]
+        if len(before) != 1 or len(after) != 1 or after[0].value <= before[0].value:
+            continue
+        acts = _content(after_text)
+        for source, text in dependent.texts:
+            if not source.startswith("step"):
+                continue
+            for match in _AT_MOST_APART.finditer(schedule.with_digits(text, articles=False)):
+                needed = units.scan(match.group(1))
+                if not needed or not before[0].value <= needed[0].value < after[0].value:
+                    continue
+                if not any(equivalent(a, w) for a in acts for w in _content(text)):
+                    continue  # a need about another act
+                detail = (
+                    f"the revision does step {j + 1} every {after[0].text} where it did it "
+                    f"every {before[0].text}; the dependent needs it at least every "
+                    f"{match.group(1)} ({source})"
+                )
+                evidence = {"old": before[0].text, "new": after[0].text, "dependent": text}
+                return [Finding(dependent.procedure.id, "tightened_limit", detail, evidence)]
+    return []
+
+
+def _content(text: str) -> set[str]:
+    words = prose_words(text)
+    return {stem(w) for w in words if len(w) > 3 and w not in lx.STOPWORDS | lx.GENERIC_VERBS}

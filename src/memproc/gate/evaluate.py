@@ -111,6 +111,7 @@ class _Reading:
                 # or needs more than a bound it tightened now allows.
                 findings = findings or lacks.lacks_required(old, new, dependent)
                 findings = findings or bounds.tightened_bounds(old, new, dependent)
+                findings = findings or bounds.lengthened_periods(old, new, dependent)
         if not findings:  # a value the dependent relies on, when no more specific rule spoke
             findings = knowledge.relied_on_values(old, new, dependent, surface)
         if not findings and knowledge.linked(old, new, dependent, surface):
@@ -155,6 +156,7 @@ class _Reading:
             *order.finishes_later(old, new, dependent),
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
+            *bounds.lengthened_periods(old, new, dependent),
             *measures.changed_measures(old, new, dependent),
             *measures.new_measured_limits(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),
