@@ -1480,3 +1480,16 @@ def test_a_step_done_less_often_breaks_a_dependent_that_needs_it_more_often(
     new = replace(old, steps=(Step("Doors", "inspect fire doors every 12 months"),))
     audit = proc("b", "pass the safety audit", ["facilities"], [("Check", need)])
     assert verdict(old, new, audit) == (["tightened_limit"] if breaks else [])
+
+
+@pytest.mark.parametrize(
+    ("upload", "breaks"),
+    [("post scan bundles of about 80 MB", True), ("post scan bundles of about 5 MB", False)],
+)
+def test_a_smaller_configured_size_breaks_a_dependent_that_sends_more(
+    upload: str, breaks: bool
+) -> None:
+    old = proc("a", "run the scan portal", ["scan portal"], [("Proxy", "upload_size: 200m")])
+    new = replace(old, steps=(Step("Proxy", "upload_size: 25m"),))
+    lab = proc("b", "send scans to the portal", ["scan portal"], [("Post", upload)])
+    assert verdict(old, new, lab) == (["tightened_limit"] if breaks else [])

@@ -95,7 +95,9 @@ def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
     found = []
     for change in values.changed(old, revision):
         words = change.words
-        d = direction(words)
+        # A configured size or capacity ("proxy-body-size", "disk_capacity") is the most
+        # that fits: an upper bound, whether or not its key says "max".
+        d = direction(words) or ("upper" if set(words) & _CAPACITY_WORDS else None)
         if d is None:
             continue
         memory = bool(set(words) & units.SIZE_WORDS)
@@ -109,6 +111,7 @@ def _from_settings(old: Procedure, revision: Procedure) -> list[Bound]:
 
 
 _UNBOUNDED = {"upper": float("inf"), "lower": 0.0}
+_CAPACITY_WORDS = lx.words("size capacity")
 
 
 def _unlimited(d: Direction, quantity: units.Quantity) -> bool:
