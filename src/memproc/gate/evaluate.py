@@ -20,6 +20,7 @@ from memproc.gate import (
     demands,
     exposure,
     grants,
+    hours,
     knowledge,
     lacks,
     layouts,
@@ -102,6 +103,8 @@ class _Reading:
             # the dependent names the very resource: a path laid out anew, a deleted name
             findings = findings or layouts.changed_layouts(old, new, dependent)
             findings = findings or layouts.reordered_fields(old, new, dependent)
+            # a step of it that acts in the hours the revision no longer keeps open
+            findings = findings or hours.narrowed_hours(old, new, dependent)
             findings = findings or deletions.deleted_inputs(old, new, dependent)
             if not findings and knowledge.linked(old, new, dependent, surface):
                 # A dependent that runs at a clock time and names what the procedure is
@@ -157,6 +160,7 @@ class _Reading:
             *limits.tightened_limits(old, new, dependent),
             *bounds.tightened_bounds(old, new, dependent),
             *bounds.lengthened_periods(old, new, dependent),
+            *hours.narrowed_hours(old, new, dependent),
             *measures.changed_measures(old, new, dependent),
             *measures.new_measured_limits(old, new, dependent),
             *limits.tightened_permissions(old, new, dependent),

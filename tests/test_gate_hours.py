@@ -1,0 +1,55 @@
+"""Hours narrowed, on workflows written for this test: a print shop's opening hours and the
+courier that collects from it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gatekit import proc, verdict
+from memproc.gate import Step
+from memproc.gate.hours import spans
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("counter open 08:00-20:00 on weekdays", [(480, 1200)]),
+        ("staffed 24/7", [(0, 1440)]),
+        ("night desk 22:00 to 06:00", [(1320, 360)]),
+        ("no hours given", []),
+    ],
+)
+def test_the_spans_of_the_day_a_text_keeps_open(text: str, found: list[tuple[int, int]]) -> None:
+    assert spans(text) == found
+
+
+OLD = proc(
+    "a",
+    "run the print shop",
+    ["print shop"],
+    [("Counter", "print counter open 08:00-20:00"), ("Plates", "make plates")],
+)
+NEW = replace(OLD, steps=(Step("Counter", "print counter open 08:00-17:00"), OLD.steps[1]))
+
+
+@pytest.mark.parametrize(
+    ("pickup", "breaks"),
+    [
+        ("collect proofs at the print counter at 18:30", True),
+        ("collect proofs at the print counter at 10:00", False),
+        ("collect proofs from the depot at 18:30", False),
+    ],
+)
+def test_a_dependent_that_acts_in_the_hours_lost_breaks(pickup: str, breaks: bool) -> None:
+    courier = proc("b", "courier round", ["print shop"], [("Pickup", pickup)])
+    assert verdict(OLD, NEW, courier) == (["tightened_limit"] if breaks else [])
+
+
+def test_a_role_whose_hours_narrowed_among_others_kept_open() -> None:
+    old = proc("a", "run the stores", ["stores"], [("Access", "24/7 for all staff")])
+    new = replace(old, steps=(Step("Access", "supervisors 24/7; apprentices 07:00-19:00 only"),))
+    fetch = ("Fetch", "the apprentice fetches parts at 23:00")
+    night = proc("b", "night repairs", ["stores"], [fetch])
+    assert verdict(old, new, night) == ["tightened_limit"]
