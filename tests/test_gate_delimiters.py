@@ -19,8 +19,8 @@ from memproc.gate.delimiters import separator
         ("read_csv(path, sep=';')", ";"),
         ("use '\\t' as the field separator", "\t"),
         ("rows split on semicolons", ";"),
-        ("csv.reader(f) with the default delimiter", ","),
-        ("write statements.csv in UTF-8", None),
+        ("csv.reader(f), left at its default delimiter", ","),
+        ("write statements.csv, one booking per row", None),
     ],
 )
 def test_the_separator_a_text_states(text: str, char: str | None) -> None:
@@ -31,15 +31,15 @@ OLD = proc(
     "a",
     "export bank statements",
     ["statement export"],
-    [("Write", "statements_{date}.csv, comma-separated, one row per booking")],
+    [("Write", "statements_{date}.csv as comma-separated rows, one per booking")],
 )
-NEW = replace(OLD, steps=(Step("Write", "statements_{date}.csv with '|' as separator"),))
+NEW = replace(OLD, steps=(Step("Write", "statements_{date}.csv, '|' as the field separator"),))
 
 
 @pytest.mark.parametrize(
     ("parse", "breaks"),
     [
-        ("rows = list(csv.reader(f))  # the default delimiter", True),
+        ("rows = list(csv.reader(f))  # default delimiter kept", True),
         ("read_csv('statements.csv', sep=',')", True),
         ("read_csv('statements.csv', sep='|')", False),
         ("open statements.csv in the viewer", False),

@@ -15,9 +15,9 @@ from memproc.gate.hours import spans
 @pytest.mark.parametrize(
     ("text", "found"),
     [
-        ("counter open 08:00-20:00 on weekdays", [(480, 1200)]),
+        ("counter open 08:30-19:30 on weekdays", [(510, 1170)]),
         ("staffed 24/7", [(0, 1440)]),
-        ("night desk 22:00 to 06:00", [(1320, 360)]),
+        ("night desk 21:30 to 05:30", [(1290, 330)]),
         ("no hours given", []),
     ],
 )
@@ -29,9 +29,9 @@ OLD = proc(
     "a",
     "run the print shop",
     ["print shop"],
-    [("Counter", "print counter open 08:00-20:00"), ("Plates", "make plates")],
+    [("Counter", "print counter open 08:15-20:15"), ("Plates", "make plates")],
 )
-NEW = replace(OLD, steps=(Step("Counter", "print counter open 08:00-17:00"), OLD.steps[1]))
+NEW = replace(OLD, steps=(Step("Counter", "print counter open 08:15-17:15"), OLD.steps[1]))
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_a_dependent_that_acts_in_the_hours_lost_breaks(pickup: str, breaks: boo
 
 def test_a_role_whose_hours_narrowed_among_others_kept_open() -> None:
     old = proc("a", "run the stores", ["stores"], [("Access", "24/7 for all staff")])
-    new = replace(old, steps=(Step("Access", "supervisors 24/7; apprentices 07:00-19:00 only"),))
+    new = replace(old, steps=(Step("Access", "supervisors 24/7; apprentices 06:45-18:45"),))
     fetch = ("Fetch", "the apprentice fetches parts at 23:00")
     night = proc("b", "night repairs", ["stores"], [fetch])
     assert verdict(old, new, night) == ["tightened_limit"]

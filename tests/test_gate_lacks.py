@@ -109,7 +109,7 @@ def test_a_step_done_only_after_something_the_dependent_goes_without_breaks(
     [
         ("syslog to logs.lab.internal:514 in plain text", True),
         ("syslog to logs.lab.internal:6514, no TLS", True),
-        ("syslog to logs.lab.internal:6514 over TLS with the lab CA", False),
+        ("syslog to logs.lab.internal:6514 over TLS, lab CA pinned", False),
     ],
 )
 def test_a_dependent_without_any_protection_breaks_a_new_security_requirement(

@@ -1423,7 +1423,7 @@ def test_a_rate_set_under_its_period_as_the_key() -> None:
     ("push", "breaks"),
     [
         ("PUT https://stock.example.net/v1/items/{id} at 15 requests per second", True),
-        ("PUT https://stock.example.net/v1/items/{id} at 1 request per second", False),
+        ("PUT https://stock.example.net/v1/items/{id} at 1 call each second", False),
     ],
 )
 def test_a_tightened_rate_limit_breaks_a_caller_that_needs_more(push: str, breaks: bool) -> None:
@@ -1431,9 +1431,9 @@ def test_a_tightened_rate_limit_breaks_a_caller_that_needs_more(push: str, break
         "a",
         "operate the stock API gateway",
         ["stock API gateway"],
-        [("Limit", "rate-limiting plugin: minute = 2400 per consumer")],
+        [("Limit", "limiter settings: minute = 2400 per consumer")],
     )
-    new = replace(old, steps=(Step("Limit", "rate-limiting plugin: minute = 90 per consumer"),))
+    new = replace(old, steps=(Step("Limit", "limiter settings: minute = 90 per consumer"),))
     sync = proc("b", "push stock levels through the stock API", ["warehouse"], [("Push", push)])
     assert verdict(old, new, sync) == (["tightened_limit"] if breaks else [])
 
@@ -1441,18 +1441,18 @@ def test_a_tightened_rate_limit_breaks_a_caller_that_needs_more(push: str, break
 @pytest.mark.parametrize(
     ("rule", "asked"),
     [
-        ("every delivery gets signed for at the dock", False),
-        ("deliveries are signed for at the dock, and nobody rides the mezzanine lift", True),
+        ("every delivery gets signed for at goods-in", False),
+        ("deliveries are signed for at goods-in; nobody rides the mezzanine lift", True),
     ],
 )
 def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bool) -> None:
-    steps = [("Receive", "check the delivery note against the PO")]
+    steps = [("Receive", "match each delivery to its PO")]
     old = proc(
         "a",
         "receive goods",
         ["goods-in dock"],
         steps,
-        preconditions=["deliveries are signed for at the dock"],
+        preconditions=["deliveries are signed for at goods-in"],
     )
     new = replace(old, preconditions=(rule,))
     stock = proc(
@@ -1467,9 +1467,9 @@ def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bo
 @pytest.mark.parametrize(
     ("need", "breaks"),
     [
-        ("auditor's rule: fire doors inspected at least every 6 months", True),
-        ("auditor's rule: fire doors inspected at least every 2 years", False),
-        ("auditor's rule: lifts serviced at least every 6 months", False),
+        ("auditor's rule: fire doors inspected at least once every 6 months", True),
+        ("auditor's rule: fire doors inspected at least once every 2 years", False),
+        ("auditor's rule: lifts serviced at least once every 6 months", False),
     ],
 )
 def test_a_step_done_less_often_breaks_a_dependent_that_needs_it_more_often(

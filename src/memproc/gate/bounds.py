@@ -297,8 +297,8 @@ def tightened_bounds(old: Facts, revision: Facts, dependent: Facts) -> list[Find
     return findings
 
 
-# How a dependent states the longest it may go between two acts: "at least every 12 months",
-# "within the last 90 days" (English).
+# How a dependent states the longest it may go between two acts: "at least every 10 weeks",
+# "within the past 45 days" (English).
 _AT_MOST_APART = re.compile(
     r"\b(?:at\s+least\s+(?:once\s+)?every|within\s+(?:the\s+)?(?:last|past|previous)?)\s+"
     r"(\d+(?:\.\d+)?\s*[A-Za-z]+)",
@@ -308,8 +308,7 @@ _AT_MOST_APART = re.compile(
 
 def lengthened_periods(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     """A step now done less often ("every 3 months" -> "every 6 months"), against a dependent
-    that needs it done at least every so often, more often than the new period allows and
-    no more often than the old one did."""
+    that needs it done at least every so often: between the old period and the new one."""
     for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
         before = [q for q in units.scan(_text(old.procedure.steps[i])) if q.dimension == "period"]
         after_text = _text(revision.procedure.steps[j])

@@ -1,10 +1,10 @@
 """Hours narrowed: a service, a room or a role available for a shorter part of the day.
 
-A step that keeps something open "06:00-22:00" and now "06:00-18:00", or "24/7" and now
-"07:00-22:00 only", closes it for the hours in between. A dependent that uses it at a time
-in those hours (a class at 18:30, a pick at 02:00) now finds it closed. The dependent's
-step must name something of the revised part of the step (the role, the building), so that
-a time of day stated for another purpose is not read against it.
+A step that keeps something open "09:00-21:00" and now "09:00-17:00", or "around the clock"
+and now "interns 08:30-19:30 only", closes it for the hours in between. A dependent that uses
+it at a time in those hours (a delivery at 19:15, a restock at 03:40) now finds it closed.
+The dependent's step must name something of the revised part of the step (the role, the
+building), so that a time of day stated for another purpose is not read against it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memproc.gate.facts import Facts
 from memproc.gate.model import Finding
 from memproc.gate.text import equivalent, stem
 
-# A span of the day ("06:00-18:00", "7:00 to 22:00"), or all of it ("24/7", "24 hours").
+# A span of the day ("09:30-17:30", "8:00 to 21:00"), or all of it ("24/7", "24 hours").
 _SPAN = re.compile(
     r"\b((?:[01]?\d|2[0-3])[:.h][0-5]\d)\s*(?:-|–|to|until)\s*((?:[01]?\d|2[0-3])[:.h][0-5]\d)\b",
     re.I,
@@ -108,7 +108,7 @@ def _lost_minute(before: list[Span], after: list[Span], part: str, text: str) ->
 
 def _pairs(old: Facts, revision: Facts) -> list[tuple[int, int]]:
     """Steps the sequence diff pairs, and steps kept under the same action however much their
-    detail changed ("Hours | 24/7" -> "Hours | technicians 07:00-22:00 only")."""
+    detail changed ("Desk | staffed all day" -> "Desk | interns 08:30-19:30 only")."""
     pairs = dict(sequence.pair(old.procedure, revision.procedure).pairs)
     taken = set(pairs.values())
     for i, step in enumerate(old.procedure.steps):
