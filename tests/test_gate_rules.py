@@ -1493,3 +1493,8 @@ def test_a_smaller_configured_size_breaks_a_dependent_that_sends_more(
     new = replace(old, steps=(Step("Proxy", "upload_size: 25m"),))
     lab = proc("b", "send scans to the portal", ["scan portal"], [("Post", upload)])
     assert verdict(old, new, lab) == (["tightened_limit"] if breaks else [])
+
+
+def test_a_time_of_day_is_one_value_not_a_key_and_its_value() -> None:
+    found = settings_of_text("publish at 06:00; timeout: 30s", "step 1")
+    assert [(s.key, s.value) for s in found] == [("timeout", "30s")]

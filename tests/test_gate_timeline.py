@@ -205,3 +205,30 @@ def test_a_marker_written_before_the_files_it_announces_breaks_a_dependent_polli
         [("Poll for /srv/tiles/z12/DONE", "every minute"), ("Copy", "push z12 to the CDN")],
     )
     assert verdict(old, new, mirror) == ["reordered_output"]
+
+
+@pytest.mark.parametrize(("reads_at", "late"), [("07:00", True), ("08:00", False)])
+def test_what_a_dependent_reads_is_the_step_that_shares_the_most_with_it(
+    reads_at: str, late: bool
+) -> None:
+    steps = [
+        ("Publish stock report", "at 06:00"),
+        ("Reconcile", "at 06:15, variances"),
+        ("Archive", "a copy of the stock report at 08:30"),
+    ]
+    old = proc("a", "prepare the morning stock report", ["stock report"], steps)
+    new = replace(
+        old,
+        steps=(
+            Step("Reconcile", "at 06:15, variances"),
+            Step("Publish stock report", "at 07:30"),
+            old.steps[2],
+        ),
+    )
+    buyer = proc(
+        "b",
+        "order from suppliers",
+        ["stock report"],
+        [("Read", f"at {reads_at} read the published stock report")],
+    )
+    assert verdict(old, new, buyer) == (["later_output"] if late else [])

@@ -292,7 +292,7 @@ def _old_port_used(change: values.Change, dependent: Facts) -> str | None:
     before, after = _first(change.old), _first(change.new)
     is_port = re.fullmatch(r"\d{2,5}", before) and re.fullmatch(r"\d{2,5}", after)
     address = bool(set(change.words) & {"port", "listen", "listener", "bind"}) or bool(
-        re.fullmatch(r"[\d.]+|localhost|[\w-]+(?:\.[\w-]+)+", change.key)
+        re.fullmatch(r"\d+(?:\.\d+){1,3}|localhost|[\w-]+(?:\.[\w-]+)+", change.key)
     )
     if not is_port or not address or before == after:
         return None

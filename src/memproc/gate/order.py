@@ -205,16 +205,18 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
 
 
 def _output_step(procedure: Procedure, dependent: Facts) -> int:
-    """The last step of `procedure` that shares an identifier or a content word with the
-    dependent: what the dependent reads was made by then. The last step if none does."""
+    """The step of `procedure` that shares the most identifiers and content words with the
+    dependent, the last of equals: what the dependent reads was made by then ("publish the
+    position" over a later "archive a PDF of the position"). The last step if none shares."""
     theirs: set[str] = set()
     for _, text in dependent.texts:
         theirs |= content_tokens(text)
-    for index in range(len(procedure.steps) - 1, -1, -1):
-        step = procedure.steps[index]
-        if content_tokens(f"{step.action} {step.detail}") & theirs:
-            return index
-    return len(procedure.steps) - 1
+    best, shared = len(procedure.steps) - 1, 0
+    for index, step in enumerate(procedure.steps):
+        count = len(content_tokens(f"{step.action} {step.detail}") & theirs)
+        if count and count >= shared:
+            best, shared = index, count
+    return best
 
 
 def _output_later(

@@ -101,8 +101,13 @@ def segments(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+# A time of day ("06:00"): read as one value, never as a key "06" set to "00".
+_CLOCK = re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?![\w:.])")
+
+
 def settings_of_text(text: str, where: str) -> list[Setting]:
     found: list[Setting] = []
+    text = _CLOCK.sub(lambda m: f"{m.group(1)}h{m.group(2)}", text)
     for segment in segments(text):
         found += _read_segment(segment, where)
     return found
