@@ -212,3 +212,17 @@ def test_window_members_are_in_thread_order(make_runtime: Callable[..., Runtime]
     assert found[seqs[5]] == seqs[3:6]
     with rt.store().reading() as conn:
         assert thread_sql.window_members(conn, [seqs[0] + 100]) == {}
+
+
+def test_explain_names_the_own_chunk_when_no_window_is_embedded(
+    open_runtime: OpenRuntime,
+) -> None:
+    """By default the window is in FTS5 only: the stored chunks are the memory's own, and
+    explain says so (it once found the chunks and the entry's parts out of step: None)."""
+    rt = open_runtime(thread_window_before=1, thread_window_after=1)
+    turns = talk(rt)
+    result = search(rt, TURNS[0], mode="dense", explain=True)
+    assert result.explanation is not None
+    first = next(c for c in result.explanation.candidates if c.id == turns[0])
+    assert first.thread is not None and first.thread.dense_chunk == "own"
+    assert first.window_similarity is None
