@@ -226,3 +226,22 @@ def test_explain_names_the_own_chunk_when_no_window_is_embedded(
     first = next(c for c in result.explanation.candidates if c.id == turns[0])
     assert first.thread is not None and first.thread.dense_chunk == "own"
     assert first.window_similarity is None
+
+
+def test_a_neighbour_of_a_kind_not_asked_for_takes_no_dense_slot(
+    open_runtime: OpenRuntime,
+) -> None:
+    """A window reaches every kind its thread holds; the kinds filter still holds for what
+    the dense channel ranks."""
+    rt = open_runtime(**ON)
+    ask = remember(rt, TURNS[0], kind="note", thread="chat", occurred_at="2024-05-08T10:00:00Z")
+    reply = remember(
+        rt, TURNS[1], kind="episode", thread="chat", occurred_at="2024-05-08T10:01:00Z"
+    )
+    assert rt.vectors.caught_up(DEADLINE_S)
+    result = search(rt, QUESTION, mode="dense", kinds=["episode"], explain=True)
+    assert ids(result) == [reply]
+    assert result.explanation is not None
+    by_id = {c.id: c for c in result.explanation.candidates}
+    assert ask not in by_id or by_id[ask].dense_rank is None
+    assert by_id[reply].window_similarity is not None

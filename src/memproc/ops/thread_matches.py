@@ -57,7 +57,7 @@ def _best_chunk(
 
     assert plan.embedder is not None and plan.query_vector is not None
     window = candidate.window_similarity
-    if window is not None and window >= (candidate.dense_similarity or window):
+    if window is not None and window >= (candidate.dense_similarity or -1.0):
         return "window"
     stored = vector_sql.chunk_vectors(conn, plan.embedder, candidate.record.seq)
     seq = candidate.record.seq

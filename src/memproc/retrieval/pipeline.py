@@ -251,17 +251,21 @@ def _gather_dense(
     if plan.query_windows and not as_feedback:
         query = vector or plan.query_vector
         assert query is not None and plan.embedder is not None
-        best, scored = windows.with_windows(conn, plan.embedder, plan.dense_cache, query, best)
+        # The KNN's budget, unless a filter below may drop what a window brought in (the
+        # window reaches every kind, and memories superseded since `as_of`).
+        keep = len(best) if plan.kinds is None and plan.as_of is None else None
+        found = windows.with_windows(conn, plan.embedder, plan.dense_cache, query, best, keep)
+        best, scored = found
     records = memory_sql.get_many_by_seq(conn, [seq for seq in best if seq not in out])
     # Vectors leave with the status change, so this is a second line of defence: a memory
     # that may not be served (stray vectors: drift) never takes one of the pool's slots; it
     # is kept, unranked, only so that `explain` can show it was filtered.
     stray = {seq for seq, r in records.items() if r.status not in SEARCHABLE_STATUSES}
-    if plan.kinds is not None:  # a thread window may reach a memory of another kind
-        stray |= {seq for seq, r in records.items() if r.kind not in plan.kinds}
     if plan.as_of is not None:  # what did not hold true then takes no slot either
         held = validity.states_at(conn, list(records), plan.as_of, history=plan.history)
         stray = set(records) - set(held)
+    if plan.kinds is not None:  # a thread window may reach a memory of another kind
+        stray |= {seq for seq, r in records.items() if r.kind not in plan.kinds}
     # A seq neither in `out` nor in `records` was deleted between the KNN and the fetch.
     ranked = [
         (seq, similarity)

@@ -38,11 +38,12 @@ def with_windows(
     cache: DenseCache | None,
     vector: bytes,
     best: dict[int, float],
+    keep: int | None = None,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """The dense hits `best` (seq -> similarity) with thread windows scored: each hit, and
     each memory whose window holds a hit, scores as the better of its own chunks and its
-    window. Returns the merged scores best first (equal scores by seq), as many as `best`
-    holds, and the window scores."""
+    window. Returns the merged scores best first (equal scores by seq), the first `keep`
+    of them (None: all), and the window scores."""
     import numpy as np
 
     around = thread_sql.window_members(conn, list(best))
@@ -58,9 +59,8 @@ def with_windows(
     for seq, similarity in scored.items():
         mine = best.get(seq, own.get(seq))  # not among the hits: its nearest chunk's
         merged[seq] = similarity if mine is None else max(mine, similarity)
-    # As many as the hits were: a window only reorders and refills the same budget.
-    ordered = sorted(merged.items(), key=lambda item: (-item[1], item[0]))[: len(best)]
-    return dict(ordered), scored
+    ordered = sorted(merged.items(), key=lambda item: (-item[1], item[0]))
+    return dict(ordered[:keep]), scored
 
 
 def _nearest_chunks_of(
