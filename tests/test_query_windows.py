@@ -14,6 +14,7 @@ import pytest
 
 from memproc.ops.memories import memory as memory_ops
 from memproc.runtime import Runtime
+from memproc.store import memories as memory_sql
 from memproc.store import threads as thread_sql
 from memproc.wire.messages import Explanation, ForgetParams, RememberParams, SearchResult
 from searchkit import (
@@ -73,8 +74,11 @@ def embedded(runtime: Runtime, texts: list[str]) -> np.ndarray:
     return np.asarray(model.embed_documents(texts))
 
 
-def test_a_reply_scores_as_its_window_in_the_dense_channel(open_runtime: OpenRuntime) -> None:
-    rt = open_runtime(**ON)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_reply_scores_as_its_window_in_the_dense_channel(
+    open_runtime: OpenRuntime, request: pytest.FixtureRequest, backend: str
+) -> None:
+    rt = open_runtime(request.getfixturevalue("pg_url") if backend == "postgres" else None, **ON)
     turns = talk(rt)
     model = rt.models.get("embedder", 0.0)
     query = np.asarray(model.embed_queries([QUESTION])[0])
@@ -199,13 +203,18 @@ def test_a_forgotten_neighbour_leaves_the_window(open_runtime: OpenRuntime) -> N
     )
 
 
-def test_window_members_are_in_thread_order(make_runtime: Callable[..., Runtime]) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_window_members_are_in_thread_order(
+    make_runtime: Callable[..., Runtime], request: pytest.FixtureRequest, backend: str
+) -> None:
+    db = request.getfixturevalue("pg_url") if backend == "postgres" else None
     rt = make_runtime(
-        embedder="none", reranker="none", thread_window_before=2, thread_window_after=1
+        db, embedder="none", reranker="none", thread_window_before=2, thread_window_after=1
     )
     turns = talk(rt)
-    seqs = [seq_of(rt, m) for m in turns]
-    with rt.store().reading() as conn:
+    with rt.store().reading() as conn:  # through the store: SQL of either backend
+        records = [memory_sql.get(conn, SCOPE, m) for m in turns]
+        seqs = [record.seq for record in records if record is not None]
         found = thread_sql.window_members(conn, seqs)
     assert found[seqs[0]] == seqs[0:2]
     assert found[seqs[3]] == seqs[1:5]
