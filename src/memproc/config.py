@@ -108,6 +108,15 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # a time fell from 128/s to 20/s on LoCoMo, for evidence recall@10 0.734 -> 0.742 (see
     # benchmarks/RESULTS.md). Worth it for bulk imports that value recall over write cost.
     thread_dense_windows: bool = False
+    # The window in the dense channel at no cost to writes: a threaded memory also scores as
+    # the query's cosine with the normalised sum of its window's stored turn vectors (see
+    # retrieval/windows.py), computed at search time, and keeps the better of that and its
+    # own. Memories without neighbours (no thread, or alone in it) are unaffected. Off: on
+    # LoCoMo plain evidence recall@10 it gained on the tune half (0.711 -> 0.732) but not on
+    # the blind half (0.755 -> 0.751; whole dev set about 0.742, as with dense windows), and
+    # LongMemEval-S and SciFact are unchanged (benchmarks/RESULTS.md, "The thread window
+    # scored at search time"). A search costs about 3 ms more on a LoCoMo conversation.
+    thread_query_windows: bool = False
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000

@@ -170,6 +170,7 @@ def _plan(
             dense_as=config.dense_feedback_as,
             thread_weight=config.thread_score_weight,
         ),
+        query_windows=config.thread_query_windows,
     )
 
 
@@ -251,6 +252,7 @@ def _explain(
                 "dense_as": plan.feedback.dense_as,
                 "thread_weight": plan.feedback.thread_weight,
             },
+            "thread_query_windows": plan.query_windows,
         },
         counts=counts,
         candidates=[_candidate_view(c, threads.get(c.record.seq)) for c in everyone],
@@ -288,6 +290,7 @@ def _candidate_view(candidate: Candidate, thread: ThreadMatch | None) -> Candida
         lexical_score=candidate.lexical_score,
         dense_rank=candidate.dense_rank,
         dense_similarity=candidate.dense_similarity,
+        window_similarity=candidate.window_similarity,
         dense_feedback_rank=candidate.feedback_rank,
         dense_feedback_similarity=candidate.feedback_similarity,
         thread_score=candidate.thread_score,

@@ -50,10 +50,15 @@ def _best_chunk(
     conn: apsw.Connection, plan: SearchPlan, candidate: Candidate, embedder: Any
 ) -> ChunkPart | None:
     """The part of the entry whose chunk is nearest the query; None if the stored vectors
-    no longer line up with the entry (it changed since they were made)."""
+    no longer line up with the entry (it changed since they were made). "window" too when
+    the window scored at query time (`thread_query_windows`) beat the memory's own chunks:
+    then its dense similarity is the window's."""
     import numpy as np
 
     assert plan.embedder is not None and plan.query_vector is not None
+    window = candidate.window_similarity
+    if window is not None and window >= (candidate.dense_similarity or -1.0):
+        return "window"
     stored = vector_sql.chunk_vectors(conn, plan.embedder, candidate.record.seq)
     seq = candidate.record.seq
     parts = chunk_parts(
@@ -62,6 +67,8 @@ def _best_chunk(
         memory_sql.context_of(conn, seq),
         thread_sql.thread_text(conn, seq),
     )
+    if len(stored) != len(parts):  # windows unembedded (the default): the other parts
+        parts = [part for part in parts if part[0] != "window"]
     if not stored or len(stored) != len(parts):
         return None
     query = np.frombuffer(plan.query_vector, dtype=np.float32)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import apsw
 
 from memproc.lifecycle import State
-from memproc.retrieval import feedback
+from memproc.retrieval import feedback, windows
 from memproc.retrieval.boosts import BoostWeights, boost_factor, parse_time
 from memproc.retrieval.fusion import (
     group_totals,
@@ -85,6 +85,9 @@ class SearchPlan:
     history: bool = False
     valid_at: str | None = None
     feedback: FeedbackPlan = FeedbackPlan()
+    # Score each threaded memory in the dense channel by its thread window too, at query
+    # time from stored vectors (see `retrieval.windows`, Config.thread_query_windows).
+    query_windows: bool = False
 
 
 @dataclass
@@ -94,6 +97,7 @@ class Candidate:
     lexical_score: float | None = None
     dense_rank: int | None = None
     dense_similarity: float | None = None
+    window_similarity: float | None = None  # its thread window's, when scored at query time
     feedback_rank: int | None = None  # in the dense feedback channel
     feedback_similarity: float | None = None
     thread_score: float | None = None  # the thread's summed fused score, when aggregated
@@ -243,6 +247,15 @@ def _gather_dense(
     best: dict[int, float] = {}
     for seq, distance in hits:  # nearest first: the first chunk seen is a memory's best
         best.setdefault(seq, 1.0 - distance)
+    scored: dict[int, float] = {}
+    if plan.query_windows and not as_feedback:
+        query = vector or plan.query_vector
+        assert query is not None and plan.embedder is not None
+        # The KNN's budget, unless a filter below may drop what a window brought in (the
+        # window reaches every kind, and memories superseded since `as_of`).
+        keep = len(best) if plan.kinds is None and plan.as_of is None else None
+        found = windows.with_windows(conn, plan.embedder, plan.dense_cache, query, best, keep)
+        best, scored = found
     records = memory_sql.get_many_by_seq(conn, [seq for seq in best if seq not in out])
     # Vectors leave with the status change, so this is a second line of defence: a memory
     # that may not be served (stray vectors: drift) never takes one of the pool's slots; it
@@ -251,6 +264,8 @@ def _gather_dense(
     if plan.as_of is not None:  # what did not hold true then takes no slot either
         held = validity.states_at(conn, list(records), plan.as_of, history=plan.history)
         stray = set(records) - set(held)
+    if plan.kinds is not None:  # a thread window may reach a memory of another kind
+        stray |= {seq for seq, r in records.items() if r.kind not in plan.kinds}
     # A seq neither in `out` nor in `records` was deleted between the KNN and the fetch.
     ranked = [
         (seq, similarity)
@@ -265,6 +280,7 @@ def _gather_dense(
             candidate.feedback_rank, candidate.feedback_similarity = rank, similarity
         else:
             candidate.dense_rank, candidate.dense_similarity = rank, similarity
+            candidate.window_similarity = scored.get(seq)
     return source
 
 

@@ -326,6 +326,37 @@ def neighbours(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Neighbou
 
 
 @routed
+def window_members(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, list[int]]:
+    """Each of `seqs` whose index entry holds neighbours: the seqs of its window in thread
+    order (the turns before it, itself, the turns after it), as its entry names them. A
+    neighbour gone since (purged) is left out; its entry is rewritten by then anyway."""
+    rows = conn.execute(
+        "SELECT m.seq, m.neighbour_ids FROM json_each(?) AS j CROSS JOIN memories AS m "
+        "ON m.seq = j.value WHERE m.neighbour_ids IS NOT NULL",
+        (orjson.dumps(list(seqs)).decode(),),
+    )
+    entries = [(int(seq), orjson.loads(raw)) for seq, raw in rows]
+    wanted = [i for _, ids in entries for i in (*ids["before"], *ids["after"])]
+    found = conn.execute(
+        "SELECT m.id, m.seq FROM json_each(?) AS j CROSS JOIN memories AS m ON m.id = j.value",
+        (orjson.dumps(wanted).decode(),),
+    )
+    return in_window_order(entries, {str(i): int(seq) for i, seq in found})
+
+
+def in_window_order(
+    entries: Sequence[tuple[int, dict[str, list[str]]]], seq_of: dict[str, int]
+) -> dict[int, list[int]]:
+    """(seq, its neighbour ids) -> seq: [before..., seq, after...], ids resolved by `seq_of`."""
+    windows = {}
+    for seq, ids in entries:
+        before = [seq_of[i] for i in ids["before"] if i in seq_of]
+        after = [seq_of[i] for i in ids["after"] if i in seq_of]
+        windows[seq] = [*before, seq, *after]
+    return windows
+
+
+@routed
 def thread_text(conn: apsw.Connection, seq: int) -> tuple[str | None, str | None]:
     """(before, after) neighbour text of one memory, as its index entry holds it."""
     row = conn.execute(

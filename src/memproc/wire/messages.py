@@ -521,6 +521,9 @@ class CandidateExplanation(msgspec.Struct, kw_only=True):
     lexical_score: float | None = None
     dense_rank: int | None = None
     dense_similarity: float | None = None
+    # Its thread window's similarity, scored at search time (Config `thread_query_windows`);
+    # its dense similarity is the better of this and its own chunks'.
+    window_similarity: float | None = None
     dense_feedback_rank: int | None = None
     dense_feedback_similarity: float | None = None
     thread_score: float | None = None  # its thread's summed fused score (thread aggregation)

@@ -21,6 +21,7 @@ from memproc.store.threads import (
     Member,
     Neighbours,
     Turn,
+    in_window_order,
 )
 
 _SEARCHABLE = list(SEARCHABLE_STATUSES)
@@ -106,6 +107,18 @@ def neighbours(conn: PgConnection, seqs: Sequence[int]) -> dict[int, Neighbours]
         ids = orjson.loads(raw)
         found[int(seq)] = Neighbours(before=list(ids["before"]), after=list(ids["after"]))
     return found
+
+
+def window_members(conn: PgConnection, seqs: Sequence[int]) -> dict[int, list[int]]:
+    rows = conn.execute(
+        "SELECT seq, neighbour_ids FROM memories WHERE seq = ANY (%s) "
+        "AND neighbour_ids IS NOT NULL",
+        (list(seqs),),
+    )
+    entries = [(int(seq), orjson.loads(raw)) for seq, raw in rows]
+    wanted = [i for _, ids in entries for i in (*ids["before"], *ids["after"])]
+    found = conn.execute("SELECT id, seq FROM memories WHERE id = ANY (%s)", (wanted,))
+    return in_window_order(entries, {str(i): int(seq) for i, seq in found})
 
 
 def thread_text(conn: PgConnection, seq: int) -> tuple[str | None, str | None]:

@@ -1,0 +1,124 @@
+"""The thread window in the dense channel, scored at query time from stored vectors.
+
+A turn of a conversation rarely says on its own what it is about ("Yes, last week!"); the
+turns around it do. FTS5 reads each threaded memory's neighbours' words (store/threads.py).
+For the dense channel the same window could be embedded as an extra chunk per memory
+(`Config.thread_dense_windows`), but that chunk costs several turns of model time on every
+write, and each write re-embeds the neighbours whose window it changed. Here the window is
+scored instead from the vectors every turn already has: the query against the normalised sum
+of the window's turn vectors (each turn's chunk nearest the query), which is close to what
+embedding the turns' text together gives a mean-pooled model, and costs nothing at write.
+
+A memory then scores in the dense channel as the better of its own chunks and its window,
+as it would with a window chunk. A memory whose entry holds no neighbours (no thread, or
+alone in it) keeps its own score: for it this changes nothing. `with_windows` reads the
+windows and the vectors inside the search's read transaction; the rest is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import apsw
+
+from memproc.store import threads as thread_sql
+from memproc.store import vectors as vector_sql
+from memproc.store.vectors import EmbedderRow
+
+if TYPE_CHECKING:  # numpy-backed: not imported at start-up
+    import numpy as np
+
+    from memproc.retrieval.dense_cache import DenseCache
+
+
+def with_windows(
+    conn: apsw.Connection,
+    embedder: EmbedderRow,
+    cache: DenseCache | None,
+    vector: bytes,
+    best: dict[int, float],
+    keep: int | None = None,
+) -> tuple[dict[int, float], dict[int, float]]:
+    """The dense hits `best` (seq -> similarity) with thread windows scored: each hit, and
+    each memory whose window holds a hit, scores as the better of its own chunks and its
+    window. Returns the merged scores best first (equal scores by seq), the first `keep`
+    of them (None: all), and the window scores."""
+    import numpy as np
+
+    around = thread_sql.window_members(conn, list(best))
+    more = reached(around) - set(around)
+    spans = around | (thread_sql.window_members(conn, sorted(more)) if more else {})
+    if not spans:
+        return best, {}
+    query = np.frombuffer(vector, dtype=np.float32)
+    seqs, nearest = _nearest_chunks_of(conn, embedder, cache, sorted(reached(spans)), query)
+    scored = window_scores(query, spans, seqs, nearest)
+    own = dict(zip(seqs.tolist(), (nearest @ query).tolist(), strict=True))
+    merged = dict(best)
+    for seq, similarity in scored.items():
+        mine = best.get(seq, own.get(seq))  # not among the hits: its nearest chunk's
+        merged[seq] = similarity if mine is None else max(mine, similarity)
+    ordered = sorted(merged.items(), key=lambda item: (-item[1], item[0]))
+    return dict(ordered[:keep]), scored
+
+
+def _nearest_chunks_of(
+    conn: apsw.Connection,
+    embedder: EmbedderRow,
+    cache: DenseCache | None,
+    seqs: list[int],
+    query: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Those of `seqs` with vectors (ascending) and each one's chunk nearest the query, from
+    the in-memory copy when it is loaded (the dense query has just brought it up to date),
+    else from the store."""
+    import numpy as np
+
+    from memproc.retrieval.dense_cache import best_rows
+
+    if cache is not None and cache.loaded:
+        return cache.nearest_chunks_of(seqs, query)
+    stored = vector_sql.vectors_of(conn, embedder, seqs)
+    labels = np.array([seq for seq, chunks in stored.items() for _ in chunks], dtype=np.int64)
+    flat = [np.frombuffer(v, dtype=np.float32) for chunks in stored.values() for v in chunks]
+    matrix = np.stack(flat) if flat else np.zeros((0, embedder.dims), dtype=np.float32)
+    return best_rows(labels, matrix, query)
+
+
+def window_scores(
+    query: np.ndarray,
+    windows: Mapping[int, Sequence[int]],
+    seqs: np.ndarray,
+    nearest: np.ndarray,
+) -> dict[int, float]:
+    """seq -> the cosine of `query` (unit length) with the normalised sum of its window's
+    members' vectors, for each seq of `windows` (seq -> its window's member seqs, itself
+    included) whose window has at least two members with vectors (a window of one is the
+    memory itself). A member is represented by its chunk nearest the query: `seqs`
+    (ascending) and `nearest` (one row per seq)."""
+    import numpy as np
+
+    position = {seq: i for i, seq in enumerate(seqs.tolist())}
+    owners, rows = [], []
+    for seq, members in windows.items():
+        present = [position[m] for m in members if m in position]
+        if len(present) >= 2:
+            owners.append(seq)
+            rows.append(present)
+    if not owners:
+        return {}
+    padded = np.vstack([nearest, np.zeros((1, nearest.shape[1]), dtype=nearest.dtype)])
+    width = max(len(r) for r in rows)
+    index = np.array([r + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
+    totals = padded[index].sum(axis=1)
+    norms = np.linalg.norm(totals, axis=1)
+    similarity = (totals @ query) / np.maximum(norms, 1e-12)
+    return {seq: float(sim) for seq, sim, n in zip(owners, similarity, norms, strict=True) if n > 0}
+
+
+def reached(windows: Mapping[int, Sequence[int]]) -> set[int]:
+    """Every member of the given windows. A neighbour's own window holds the memory too when
+    the window reaches as far back as forward (the default, 2 and 2), so these are the
+    memories whose window score a hit may raise."""
+    return {member for members in windows.values() for member in members}
