@@ -154,18 +154,13 @@ def _currency(symbol: str) -> str | None:
 def _money(text: str) -> list[Measure]:
     """Amounts of money, the currency before ("$3,200", "EUR 40k") or after ("300 euros")."""
     found = []
-    for match in _MONEY_BEFORE.finditer(text):
-        symbol, number, scale = match.groups()
-        dimension = _currency(symbol)
-        if dimension:
-            value = float(number.replace(",", "")) * _SCALE.get((scale or "").lower(), 1.0)
-            found.append(Measure(dimension, value, match.group(0), symbol, match.start()))
-    for match in _MONEY_AFTER.finditer(text):
-        number, scale, symbol = match.groups()
-        dimension = _currency(symbol)
-        if dimension:
-            value = float(number.replace(",", "")) * _SCALE.get((scale or "").lower(), 1.0)
-            found.append(Measure(dimension, value, match.group(0), symbol, match.start()))
+    for pattern, order in ((_MONEY_BEFORE, (0, 1, 2)), (_MONEY_AFTER, (2, 0, 1))):
+        for match in pattern.finditer(text):
+            symbol, number, scale = (match.groups()[i] for i in order)
+            dimension = _currency(symbol)
+            if dimension:
+                value = float(number.replace(",", "")) * _SCALE.get((scale or "").lower(), 1.0)
+                found.append(Measure(dimension, value, match.group(0), symbol, match.start()))
     return found
 
 
