@@ -174,7 +174,7 @@ def _from_steps(old: Procedure, revision: Procedure) -> list[Bound]:
     found = []
     pairing = sequence.pair(old, revision)
     for i, j in sorted(pairing.pairs.items()):
-        before, after = _text(old.steps[i]), _text(revision.steps[j])
+        before, after = old.steps[i].text, revision.steps[j].text
         if before == after:
             continue
         d = direction(prose_words(after), after)
@@ -213,10 +213,6 @@ def _largest(text: str, length: bool = False) -> dict[str, units.Quantity]:
         ):
             found[q.dimension] = q
     return found
-
-
-def _text(step: object) -> str:
-    return f"{getattr(step, 'action', '')} | {getattr(step, 'detail', '')}"
 
 
 def needs_in_band(bound: Bound, dependent: Facts) -> tuple[str, units.Quantity] | None:
@@ -310,8 +306,8 @@ def lengthened_periods(old: Facts, revision: Facts, dependent: Facts) -> list[Fi
     """A step now done less often ("every 3 months" -> "every 6 months"), against a dependent
     that needs it done at least every so often: between the old period and the new one."""
     for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
-        before = [q for q in units.scan(_text(old.procedure.steps[i])) if q.dimension == "period"]
-        after_text = _text(revision.procedure.steps[j])
+        before = [q for q in units.scan(old.procedure.steps[i].text) if q.dimension == "period"]
+        after_text = revision.procedure.steps[j].text
         after = [q for q in units.scan(after_text) if q.dimension == "period"]
         if len(before) != 1 or len(after) != 1 or after[0].value <= before[0].value:
             continue

@@ -58,8 +58,8 @@ def changed_separators(old: Facts, revision: Facts, dependent: Facts) -> list[Fi
     """The revision's rows now use another separator; a step of the dependent reads them with
     the old one."""
     for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
-        before = separator(_text(old.procedure.steps[i]))
-        after = separator(_text(revision.procedure.steps[j]))
+        before = separator(old.procedure.steps[i].text)
+        after = separator(revision.procedure.steps[j].text)
         if before is None or after is None or before == after:
             continue
         for source, text in dependent.texts:
@@ -72,10 +72,6 @@ def changed_separators(old: Facts, revision: Facts, dependent: Facts) -> list[Fi
                 evidence = {"old": _name(before), "new": _name(after), "dependent": text}
                 return [Finding(dependent.procedure.id, "changed_format", detail, evidence)]
     return []
-
-
-def _text(step: object) -> str:
-    return f"{getattr(step, 'action', '')} | {getattr(step, 'detail', '')}"
 
 
 def _name(char: str) -> str:

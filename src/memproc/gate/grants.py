@@ -20,7 +20,7 @@ import re
 from memproc.gate import identifiers, sequence
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
-from memproc.gate.model import Finding, Step
+from memproc.gate.model import Finding
 
 # Kinds of action and the verbs that name them: the CRUD operations as HTTP methods, SQL
 # statements, object-store and cloud IAM action names and Kubernetes RBAC verbs spell them.
@@ -87,7 +87,7 @@ def narrowed(old: Facts, revision: Facts) -> list[tuple[str, set[str], set[str]]
     found = []
     before, after = old.procedure.steps, revision.procedure.steps
     for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
-        was, now = _text(before[i]), _text(after[j])
+        was, now = before[i].text, after[j].text
         if was == now or not (_is_grant(was) and _is_grant(now)):
             continue
         lost = _kinds(was) - _kinds(now)
@@ -127,10 +127,10 @@ def anonymous_access_lost(old: Facts, revision: Facts) -> list[tuple[str, set[st
     found = []
     before, after = old.procedure.steps, revision.procedure.steps
     for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
-        was = _anonymous_kinds(_text(before[i]))
+        was = _anonymous_kinds(before[i].text)
         if not was:
             continue
-        now = _anonymous_kinds(_text(after[j])) or set()
+        now = _anonymous_kinds(after[j].text) or set()
         if was - now:
             found.append((f"step {j + 1}", was - now))
     return found
@@ -153,10 +153,6 @@ def anonymous_callers(old: Facts, revision: Facts, dependent: Facts) -> list[Fin
                 evidence = {"revision": where, "dependent": source, "kinds": kinds}
                 return [Finding(dependent.procedure.id, "tightened_limit", detail, evidence)]
     return []
-
-
-def _text(step: Step) -> str:
-    return f"{step.action} | {step.detail}"
 
 
 def _finding(dependent: Facts, where: str, source: str, done: set[str]) -> Finding:

@@ -70,11 +70,11 @@ def narrowed_hours(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
     """A part of a step now open for fewer hours, against a dependent that acts in the hours
     it lost."""
     for i, j in _pairs(old, revision):
-        before_text = _text(old.procedure.steps[i])
+        before_text = old.procedure.steps[i].text
         before = spans(before_text)
         if not before:
             continue
-        for part in re.split(r"[;|]", _text(revision.procedure.steps[j])):
+        for part in re.split(r"[;|]", revision.procedure.steps[j].text):
             after = spans(part)
             if not after or after == before:
                 continue
@@ -120,7 +120,3 @@ def _pairs(old: Facts, revision: Facts) -> list[tuple[int, int]]:
                 taken.add(j)
                 break
     return sorted(pairs.items())
-
-
-def _text(step: object) -> str:
-    return f"{getattr(step, 'action', '')} | {getattr(step, 'detail', '')}"

@@ -217,7 +217,7 @@ def changes(old: Procedure, revision: Procedure) -> list[Change]:
     is no change."""
     found = []
     for i, j in sorted(sequence.pair(old, revision).pairs.items()):
-        before, after = _text(old.steps[i]), _text(revision.steps[j])
+        before, after = old.steps[i].text, revision.steps[j].text
         if before != after:
             found += _step_changes(before, after, f"step {j + 1}")
     return found
@@ -249,10 +249,6 @@ def _step_changes(before: str, after: str, where: str) -> list[Change]:
 def _distinct(found: Iterable[Measure]) -> list[Measure]:
     """One quantity per value: a step may repeat its new value ("at 2 bar ... 2 bar is enough")."""
     return list({round(q.value, 9): q for q in found}.values())
-
-
-def _text(step: object) -> str:
-    return f"{getattr(step, 'action', '')} | {getattr(step, 'detail', '')}"
 
 
 def changed_measures(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
@@ -343,7 +339,7 @@ def _upper_limits(text: str) -> list[Measure]:
 
 
 def _texts(procedure: Procedure) -> list[str]:
-    return [_text(step) for step in procedure.steps] + list(procedure.preconditions)
+    return [step.text for step in procedure.steps] + list(procedure.preconditions)
 
 
 # How far before a quantity its bound words may stand ("validated for speeds up to 2 m/s").

@@ -35,6 +35,11 @@ class Step:
     action: str
     detail: str = ""
 
+    @property
+    def text(self) -> str:
+        """Action and detail as one text, as the rules read a step: "Upload | s3://..."."""
+        return f"{self.action} | {self.detail}"
+
 
 @dataclass(frozen=True)
 class Produced:
