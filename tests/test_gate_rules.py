@@ -20,6 +20,7 @@ from memproc.gate.measures import changes as measure_changes
 from memproc.gate.measures import quantities
 from memproc.gate.names import same_system
 from memproc.gate.numerals import spelled
+from memproc.gate.sequence import pair
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
 from memproc.gate.values import changed, settings_of_text, truth
@@ -1498,3 +1499,11 @@ def test_a_smaller_configured_size_breaks_a_dependent_that_sends_more(
 def test_a_time_of_day_is_one_value_not_a_key_and_its_value() -> None:
     found = settings_of_text("publish at 06:00; timeout: 30s", "step 1")
     assert [(s.key, s.value) for s in found] == [("timeout", "30s")]
+
+
+def test_a_step_kept_under_its_action_with_its_detail_rewritten_is_the_same_step() -> None:
+    old = proc("a", "run the depot", ["depot"], [("Gate", "open all day"), ("Count", "stock")])
+    new = replace(
+        old, steps=(Step("Count", "stock"), Step("Gate", "weekdays 07:15-19:15, badge holders"))
+    )
+    assert pair(old, new).pairs == {0: 1, 1: 0}

@@ -69,7 +69,7 @@ def _content(text: str) -> set[str]:
 def narrowed_hours(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
     """A part of a step now open for fewer hours, against a dependent that acts in the hours
     it lost."""
-    for i, j in _pairs(old, revision):
+    for i, j in sorted(sequence.pair(old.procedure, revision.procedure).pairs.items()):
         before_text = old.procedure.steps[i].text
         before = spans(before_text)
         if not before:
@@ -104,19 +104,3 @@ def _lost_minute(before: list[Span], after: list[Span], part: str, text: str) ->
         if any(_covers(s, minute) for s in before) and not any(_covers(s, minute) for s in after):
             return minute
     return None
-
-
-def _pairs(old: Facts, revision: Facts) -> list[tuple[int, int]]:
-    """Steps the sequence diff pairs, and steps kept under the same action however much their
-    detail changed ("Desk | staffed all day" -> "Desk | interns 08:30-19:30 only")."""
-    pairs = dict(sequence.pair(old.procedure, revision.procedure).pairs)
-    taken = set(pairs.values())
-    for i, step in enumerate(old.procedure.steps):
-        if i in pairs:
-            continue
-        for j, other in enumerate(revision.procedure.steps):
-            if j not in taken and other.action.strip().lower() == step.action.strip().lower():
-                pairs[i] = j
-                taken.add(j)
-                break
-    return sorted(pairs.items())

@@ -2,8 +2,10 @@
 
 Steps are paired by their text: equal text first, then the most similar remaining pair (the
 share of content stems two steps have in common, the action weighing double) above a
-threshold. From the pairing follow the added and removed steps, the steps that moved (not on
-the longest run that kept its order), and the steps whose text changed in place.
+threshold, then a step kept under the same action however much its detail was rewritten
+("Hours | all day" -> "Hours | weekdays 07:15-19:15"). From the pairing follow the added
+and removed steps, the steps that moved (not on the longest run that kept its order), and
+the steps whose text changed in place.
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ def pair(old: Procedure, revision: Procedure) -> Pairing:
         if score >= SAME_STEP and i not in pairs and j not in taken:
             pairs[i] = j
             taken.add(j)
+    for i, step in enumerate(old_steps):  # the same action, its detail rewritten
+        for j, other in enumerate(new_steps):
+            same = other.action.strip().lower() == step.action.strip().lower()
+            if i not in pairs and j not in taken and same:
+                pairs[i] = j
+                taken.add(j)
     return Pairing(pairs, len(old_steps), len(new_steps))
 
 
