@@ -19,7 +19,7 @@ from memproc.gate import identifiers, schedule, sequence, units, values
 from memproc.gate import lexicon as lx
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding, Procedure
-from memproc.gate.text import equivalent, stem
+from memproc.gate.text import content_stems, equivalent
 
 # Words that make a quantity an upper or a lower bound: English words for limits, and the
 # abbreviations operations settings use (max, min, ttl), from general knowledge. Data moved
@@ -332,5 +332,5 @@ def lengthened_periods(old: Facts, revision: Facts, dependent: Facts) -> list[Fi
 
 
 def _content(text: str) -> set[str]:
-    words = prose_words(text)
-    return {stem(w) for w in words if len(w) > 3 and w not in lx.STOPWORDS | lx.GENERIC_VERBS}
+    """Content stems of four letters or more, its quantities left out ("every 6 months")."""
+    return content_stems(" ".join(prose_words(text)), min_chars=4)

@@ -33,7 +33,15 @@ from memproc.gate.identifiers import Identifier
 from memproc.gate.locality import local_to_revision
 from memproc.gate.model import Binds, Finding, Procedure, Similarity
 from memproc.gate.surface import Surface, entities, norm_entity
-from memproc.gate.text import Clause, Token, artifacts, equivalent, split_clauses, stem
+from memproc.gate.text import (
+    Clause,
+    Token,
+    artifacts,
+    content_stems,
+    equivalent,
+    split_clauses,
+    stem,
+)
 
 # Weighted share of a demand's content one step of a dependent must hold to meet it.
 MEET_SHARE = 0.6
@@ -417,20 +425,12 @@ def _adds_a_part(text: str, was: str) -> bool:
     """The new text joins to the old rule a part about something else ("labelled carboys,
     and halogenated solvents never mixed"): a second demand or a prohibition, not a
     rewording, however much of the first part it repeats."""
-    before = _content_stems(was)
+    before = content_stems(was)
     for part in _PARTS.split(text):
-        mine = _content_stems(part)
+        mine = content_stems(part)
         if len(mine) >= _PART_WORDS and not any(_same_or_part(a, b) for a in mine for b in before):
             return True
     return False
-
-
-def _content_stems(text: str) -> set[str]:
-    return {
-        stem(w.lower())
-        for w in re.findall(r"[A-Za-z][A-Za-z-]+", text)
-        if w.lower() not in lx.STOPWORDS and w.lower() not in lx.GENERIC_VERBS and len(w) > 2
-    }
 
 
 def _same_measures(text: str, was: str) -> bool:

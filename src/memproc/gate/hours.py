@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 
-from memproc.gate import lexicon as lx
 from memproc.gate import schedule, sequence
 from memproc.gate.facts import Facts
 from memproc.gate.model import Finding
-from memproc.gate.text import equivalent, stem
+from memproc.gate.text import content_stems, equivalent
 
 # A span of the day ("09:30-17:30", "8:00 to 21:00"), or all of it ("24/7", "24 hours").
 _SPAN = re.compile(
@@ -50,20 +49,12 @@ def _times(text: str) -> list[int]:
     """The times of day a dependent's step says it acts: each clock time, and for a span its
     start and an inner minute (a span is used throughout)."""
     found = []
-    for start, end in spans(text) if not _ALL_DAY.search(text) else []:
-        found += [start, (start + ((end - start) % _DAY) // 2) % _DAY]
+    if not _ALL_DAY.search(text):  # a step at work all day names no hour of its own
+        for start, end in spans(text):
+            found += [start, (start + ((end - start) % _DAY) // 2) % _DAY]
     if not found and (at := schedule.clock(text)) is not None:
         found.append(at)
     return found
-
-
-def _content(text: str) -> set[str]:
-    words = re.findall(r"[A-Za-z][A-Za-z-]+", text)
-    return {
-        stem(w.lower())
-        for w in words
-        if len(w) > 2 and w.lower() not in lx.STOPWORDS and w.lower() not in lx.GENERIC_VERBS
-    }
 
 
 def narrowed_hours(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
@@ -96,8 +87,8 @@ def narrowed_hours(old: Facts, revision: Facts, dependent: Facts) -> list[Findin
 def _lost_minute(before: list[Span], after: list[Span], part: str, text: str) -> int | None:
     """A time the dependent's step acts at that the old spans kept open and the new ones do
     not, when the step names something of the revised part."""
-    names = _content(part)
-    theirs = _content(text)
+    names = content_stems(part)
+    theirs = content_stems(text)
     if not any(equivalent(n, t) for n in names for t in theirs):
         return None
     for minute in _times(text):

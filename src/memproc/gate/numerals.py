@@ -47,8 +47,10 @@ def _value(words: list[str]) -> float | None:
     """The number a run of number words names; None when it names none ("hundred" alone)."""
     total, current, seen = 0, 0, False
     for word in words:
-        if word in ("and", "a", "an"):
-            current = current or (1 if word != "and" else 0)
+        if word == "and":
+            continue
+        if word in ("a", "an"):  # "a thousand": one of the multiplier that follows
+            current = current or 1
             continue
         if word in _SMALL:
             current += _SMALL[word]

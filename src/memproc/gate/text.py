@@ -440,3 +440,13 @@ def _per_unit(tokens: list[Token], j: int) -> float | None:
 def has_phrase(clause: Clause, phrases: Iterable[str]) -> bool:
     lowered = " " + " ".join(t.lower for t in clause.tokens) + " "
     return any(f" {phrase} " in lowered for phrase in phrases)
+
+
+def content_stems(text: str, min_chars: int = 3) -> set[str]:
+    """The stems of a text's words of `min_chars` letters or more, without function words and
+    the verbs of doing in general: what a phrase is about, to compare two phrases by."""
+    return {
+        stem(w.lower())
+        for w in re.findall(r"[A-Za-z][A-Za-z-]+", text)
+        if len(w) >= min_chars and w.lower() not in lx.STOPWORDS | lx.GENERIC_VERBS
+    }
