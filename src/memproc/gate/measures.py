@@ -316,8 +316,8 @@ def new_measured_limits(old: Facts, revision: Facts, dependent: Facts) -> list[F
     return []
 
 
-# Words that make a following quantity a maximum in a clause that forbids ("must not add
-# load above 200 kW", "never more than 3 bar"): English comparatives.
+# Words that make a following quantity a maximum in a clause that forbids ("must not
+# draw above 150 kW", "never more than 3 bar"): English comparatives.
 _OVER = re.compile(r"\b(?:above|over|more\s+than|beyond|exceed\w*|in\s+excess\s+of)\s*$", re.I)
 # Words that make a following quantity the top of what is allowed ("only when below $500",
 # "under 2 bar"): English prepositions and comparatives of being lower.

@@ -206,8 +206,8 @@ def _late(dependent: Facts, what: str, due: str) -> Finding:
 
 def _output_step(procedure: Procedure, dependent: Facts) -> int:
     """The step of `procedure` that shares the most identifiers and content words with the
-    dependent, the last of equals: what the dependent reads was made by then ("publish the
-    position" over a later "archive a PDF of the position"). The last step if none shares."""
+    dependent, the last of equals: what the dependent reads was made by then ("publish the stock
+    report" over a later "file a copy of the report"). The last step if none shares."""
     theirs: set[str] = set()
     for _, text in dependent.texts:
         theirs |= content_tokens(text)

@@ -257,7 +257,7 @@ def days(text: str) -> set[int]:
     return found
 
 
-# "between 22:00 and 02:00": both ends of a span of the day.
+# "between 21:30 and 01:30": both ends of a span of the day.
 _BETWEEN = re.compile(
     r"\bbetween\s+(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))\s+and\s+"
     r"(\d{1,2}[:.h]\d{2}\s*(?:am|pm)?|\d{1,2}\s*(?:am|pm))",
@@ -266,8 +266,8 @@ _BETWEEN = re.compile(
 
 
 def window(text: str) -> Window | None:
-    """The days and hours a text speaks of ("on weekends before 09:00", "between 22:00 and
-    02:00"); None if none."""
+    """The days and hours a text speaks of ("on weekends before 09:00", "between 21:30 and
+    01:30"); None if none."""
     text = re.sub(r"(\d)\s+:\s+(\d)", r"\1:\2", text)  # "22 : 00" as a tokenizer spaced it
     between = _BETWEEN.search(text)
     if between:
