@@ -142,6 +142,13 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # "quarantine" (fail closed, for a review) or "promote".
     judge_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=600)] = 30.0
     gate_undecided: Literal["quarantine", "promote"] = "quarantine"
+    # Which share of revision/dependent pairs the judge may be asked about: the rules' own
+    # questions, then the pairs the gate's triage model scores most exposed to the change
+    # (see memproc/gate/triage.py; the share is of the labelled training cases, half of them
+    # breaking). Raise it for a cheap judge: fewer silent regressions, more questions.
+    gate_ask_share: Annotated[float, msgspec.Meta(ge=0, le=0.5)] = (
+        0.25  # gate.model.DEFAULT_ASK_SHARE
+    )
     # How long an evolve waits for a loading embedder before gating on the rules alone (the
     # audit records which).
     gate_model_wait_s: Annotated[float, msgspec.Meta(ge=0, le=60)] = 2.0

@@ -264,3 +264,60 @@ def test_entity_alias_files_names_and_rejects_bad_params(server: Client) -> None
     assert result == {"name": "k8s prod", "aliases": ["kp"]}
     assert_error(server.call("entity.alias", {"scope": SCOPE, "name": "x", "aliases": []}), -32602)
     assert_error(server.call("entity.alias", {"name": "x", "aliases": ["y"], "z": 1}), -32602)
+
+
+@pytest.mark.parametrize(("share", "status"), [("0", "promoted"), ("0.5", "quarantined")])
+def test_the_ask_share_setting_reaches_the_gate(spawn: Spawn, share: str, status: str) -> None:
+    """A pair no rule decides (a file now holds one row per invoice line; its reader counts
+    rows per invoice): with a share of 0 nothing is asked and it is promoted; at 0.5 triage
+    asks, and with no judge declared the policy quarantines it."""
+    server = spawn(
+        "--embedder", "none", "--reranker", "none", env={"MEMPROC_GATE_ASK_SHARE": share}
+    )
+    export = [
+        {
+            "action": "Extract",
+            "detail": "dump the invoices table to invoices.csv, one row per invoice",
+        },
+        {"action": "Upload", "detail": "copy the file to the reporting bucket"},
+    ]
+    made = server.result(
+        "procedure.create",
+        {
+            "scope": SCOPE,
+            "name": "nightly invoice export",
+            "entity_names": ["Warehouse"],
+            "steps": export,
+        },
+    )
+    server.result(
+        "procedure.create",
+        {
+            "scope": SCOPE,
+            "name": "finance reconciliation",
+            "entity_names": ["Warehouse"],
+            "steps": [
+                {
+                    "action": "Load",
+                    "detail": "read invoices.csv from the reporting bucket at 06:00",
+                },
+                {
+                    "action": "Count",
+                    "detail": "expect 1 row for each of the 400 invoices issued that day",
+                },
+                {
+                    "action": "Total",
+                    "detail": "sum the amount column per customer and compare with the ledger",
+                },
+                {"action": "Report", "detail": "email the 3 controllers the differences"},
+            ],
+        },
+    )
+    export[0]["detail"] += " line with the tax"
+    evolved = server.result(
+        "procedure.evolve",
+        {"scope": SCOPE, "id": made["id"], "reason": "finance wants tax per line", "steps": export},
+    )
+    assert evolved["status"] == status
+    asked = [(u["settled_by"], u["outcome"]) for u in evolved["undecided"]]
+    assert asked == ([] if share == "0" else [("policy", "no_judge")])

@@ -30,6 +30,7 @@ from memproc.gate import (
     outputs,
     prohibitions,
     removed,
+    triage,
 )
 from memproc.gate.facts import Facts
 from memproc.gate.model import Assessment, Finding, Procedure, Signals, Similarity, Undecided
@@ -59,6 +60,16 @@ def assess(
         result.findings.extend(_one_per_pattern(findings))
         result.undecided.extend(undecided)
     return result
+
+
+def triage_features(
+    old: Procedure, revision: Procedure, candidate: Procedure
+) -> tuple[float, ...] | str:
+    """What triage scores the pair on, or what decided it instead: "contracts", "finding"
+    (a sure one) or "question" (the rules' own)."""
+    if contracts.declared(old, revision, candidate):
+        return "contracts"
+    return _Reading(old, revision, Signals()).triage_features(candidate)
 
 
 def _one_per_pattern(findings: list[Finding]) -> list[Finding]:
@@ -93,9 +104,22 @@ class _Reading:
         self.restated = demands.restated(old, revision)
 
     def rules(self, candidate: Procedure) -> tuple[list[Finding], list[Undecided]]:
-        old, new = self.old, self.new
         dependent = Facts.read(candidate)
-        surface = shared_surface(old, new, dependent, self.signals.aliases)
+        surface = shared_surface(self.old, self.new, dependent, self.signals.aliases)
+        findings = self._findings(dependent, surface)
+        confident = [f for f in findings if not demands.reach_unstated(f)]
+        if confident:
+            return findings, []
+        question, examined, linked = self._question(dependent, surface, findings)
+        if question is not None:
+            return [], [question]
+        pair = triage.features(self.old, self.new, dependent, surface, linked, examined)
+        routed = triage.route(pair, candidate.id, self.signals.ask_share)
+        return [], [routed] if routed else []
+
+    def _findings(self, dependent: Facts, surface: Surface) -> list[Finding]:
+        """What the rules find, sure or with a reach only inferred."""
+        old, new = self.old, self.new
         if surface.shared:
             findings = self._shared(dependent, surface)
         else:  # a credential it writes with, named in three words or more, links them too
@@ -119,21 +143,39 @@ class _Reading:
             findings = knowledge.relied_on_values(old, new, dependent, surface)
         if not findings and knowledge.linked(old, new, dependent, surface):
             findings = knowledge.turned_off(old, new, dependent)
-        confident = [f for f in findings if not demands.reach_unstated(f)]
-        if confident:
-            return findings, []
+        return findings
+
+    def triage_features(self, candidate: Procedure) -> tuple[float, ...] | str:
+        """The features triage scores this pair on, or what decided it instead: "finding"
+        or "question"; what `benchmarks/procinterfere/train_triage.py` learns from."""
+        dependent = Facts.read(candidate)
+        surface = shared_surface(self.old, self.new, dependent, self.signals.aliases)
+        findings = self._findings(dependent, surface)
+        if [f for f in findings if not demands.reach_unstated(f)]:
+            return "finding"
+        question, examined, linked = self._question(dependent, surface, findings)
+        if question is not None:
+            return "question"
+        return triage.features(self.old, self.new, dependent, surface, linked, examined)
+
+    def _question(
+        self, dependent: Facts, surface: Surface, findings: list[Finding]
+    ) -> tuple[Undecided | None, tuple[str, ...], bool]:
+        """The question the rules raise about a pair they did not decide, the change texts
+        they judged, and whether the pair is linked."""
+        old, new = self.old, self.new
+        examined = tuple(d.text for d in self.added) + tuple(c.text for c, _ in self.prohibitions)
+        examined += tuple(self.restated)  # a precondition reworded in place changed nothing
+        linked = knowledge.linked(old, new, dependent, surface)
         if findings:
-            return [], [_ask_reach(dependent, findings)]
+            return _ask_reach(dependent, findings), examined, linked
         question = knowledge.undecided(old, new, dependent, surface)
         question = question or layouts.undecided(old, new, dependent)
         question = question or deletions.undecided(old, new, dependent)
-        examined = [d.text for d in self.added] + [c.text for c, _ in self.prohibitions]
-        examined += self.restated  # a precondition reworded in place changed nothing
-        linked = knowledge.linked(old, new, dependent, surface)
         if linked:
             question = question or order.moved_onto(old, new, dependent)
         question = question or exposure.undecided(old, new, dependent, examined, linked)
-        return [], [question] if question else []
+        return question, examined, linked
 
     def _shared(self, dependent: Facts, surface: Surface) -> list[Finding]:
         old, new, similarity = self.old, self.new, self.signals.similarity

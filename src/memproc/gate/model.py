@@ -118,6 +118,9 @@ class Assessment:
     undecided: list[Undecided] = field(default_factory=list)
 
 
+# The share of pairs the judge may be asked about when the caller does not say: see `triage`.
+DEFAULT_ASK_SHARE = 0.25
+
 # The optional semantic signal: (demand text, dependent clause text) -> cosine similarity,
 # computed by the caller for the pairs `semantic_requests` lists.
 Similarity = Mapping[tuple[str, str], float]
@@ -130,3 +133,6 @@ class Signals:
 
     similarity: Similarity = field(default_factory=dict)
     aliases: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Which share of pairs the judge may be asked about (`triage`): the rules' questions and
+    # the pairs triage scores highest together.
+    ask_share: float = DEFAULT_ASK_SHARE

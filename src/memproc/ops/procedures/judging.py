@@ -272,7 +272,7 @@ def _decide(ctx: OpContext, conn: apsw.Connection, judgement: Judgement) -> Gate
     aliases = pg.scope_aliases(conn, scope)
     kind = ctx.runtime.config.procedure_gate
     found = pg.candidates(conn, scope, old, new, kind, aliases)
-    signals = gate.Signals(judgement.similar, aliases)
+    signals = gate.Signals(judgement.similar, aliases, ctx.runtime.config.gate_ask_share)
     assessment, failed = pg.run(judgement.gate_fn, old, new, found, signals)
     settled = Settled() if failed else settle(ctx, assessment, judgement.answers)
     findings = [

@@ -250,7 +250,8 @@ def apply_revision(
     kind = ctx.runtime.config.procedure_gate
     found = pg.candidates(conn, step.scope, old, new, kind, aliases)
     similar = prepared.similar
-    assessment, failed = pg.run(gate_fn, old, new, found, gate.Signals(similar, aliases))
+    signals = gate.Signals(similar, aliases, ctx.runtime.config.gate_ask_share)
+    assessment, failed = pg.run(gate_fn, old, new, found, signals)
     version_id = uuid7()  # the judge's questions name the revision before it is stored
     asking: dict[judging.Key, Any] = {}
     if ask_judge and not failed:
