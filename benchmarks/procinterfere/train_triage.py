@@ -31,6 +31,7 @@ import importlib.util
 import json
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -75,25 +76,19 @@ class Labelled:
     labels: list[int]
 
 
-def _half_of() -> Any:
-    spec = importlib.util.spec_from_file_location("split", HERE / "split.py")
+@cache
+def _module(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module.half
+    return module
 
 
 def _body(procedure: dict[str, Any]) -> dict[str, Any]:
-    """The body `procedure.create` stores, as benchmarks/procinterfere.py sends it."""
-    body = {
-        "steps": procedure["steps"],
-        "preconditions": procedure.get("metadata", {}).get("preconditions", []),
-        "entity_names": procedure.get("entity_names", []),
-    }
-    for key in ("outputs", "aliases", "trigger", "produces", "consumes"):
-        if procedure.get(key):
-            body[key] = procedure[key]
-    return body
+    """The body `procedure.create` stores, as the service benchmark sends it."""
+    return dict(_module(HERE.parent / "procinterfere.py").create_params("", procedure))
 
 
 def labelled(name: str, cases: list[dict[str, Any]]) -> Labelled:
@@ -121,7 +116,7 @@ def labelled(name: str, cases: list[dict[str, Any]]) -> Labelled:
 
 
 def training_sets(args: argparse.Namespace) -> list[Labelled]:
-    half = _half_of()
+    half = _module(HERE / "split.py").half
     found = []
     if args.data:
         found.append(labelled("public", _load(Path(args.data))))
