@@ -54,8 +54,9 @@ REPORTED = (
     "blind_v5.jsonl",
     "blind_v6.jsonl",
     "blind_v7.jsonl",
+    "blind_v8.jsonl",
 )
-BLIND_SETS = (*REPORTED, "blind_v8.jsonl", "blind_v9.jsonl")
+BLIND_SETS = (*REPORTED, "blind_v9.jsonl")
 SHARES = tuple(round(0.05 * i, 2) for i in range(1, 11))  # 0.05 .. 0.50
 L2 = 1.0
 STEPS = 3000
