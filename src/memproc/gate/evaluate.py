@@ -104,18 +104,35 @@ class _Reading:
         self.restated = demands.restated(old, revision)
 
     def rules(self, candidate: Procedure) -> tuple[list[Finding], list[Undecided]]:
+        findings, question, pair = self._read_pair(candidate)
+        if findings:
+            return findings, []
+        if question is not None:
+            return [], [question]
+        routed = triage.route(pair, candidate.id, self.signals.ask_share)
+        return [], [routed] if routed else []
+
+    def triage_features(self, candidate: Procedure) -> tuple[float, ...] | str:
+        """The features triage scores this pair on, or what decided it instead: "finding"
+        or "question"; what `benchmarks/procinterfere/train_triage.py` learns from."""
+        findings, question, pair = self._read_pair(candidate)
+        return "finding" if findings else "question" if question is not None else pair
+
+    def _read_pair(
+        self, candidate: Procedure
+    ) -> tuple[list[Finding], Undecided | None, tuple[float, ...]]:
+        """The rules' findings when one is sure (with the unsure ones beside it); else their
+        question, if any; else, for triage, the pair's features."""
         dependent = Facts.read(candidate)
         surface = shared_surface(self.old, self.new, dependent, self.signals.aliases)
         findings = self._findings(dependent, surface)
-        confident = [f for f in findings if not demands.reach_unstated(f)]
-        if confident:
-            return findings, []
+        if [f for f in findings if not demands.reach_unstated(f)]:
+            return findings, None, ()
         question, examined, linked = self._question(dependent, surface, findings)
         if question is not None:
-            return [], [question]
+            return [], question, ()
         pair = triage.features(self.old, self.new, dependent, surface, linked, examined)
-        routed = triage.route(pair, candidate.id, self.signals.ask_share)
-        return [], [routed] if routed else []
+        return [], None, pair
 
     def _findings(self, dependent: Facts, surface: Surface) -> list[Finding]:
         """What the rules find, sure or with a reach only inferred."""
@@ -144,19 +161,6 @@ class _Reading:
         if not findings and knowledge.linked(old, new, dependent, surface):
             findings = knowledge.turned_off(old, new, dependent)
         return findings
-
-    def triage_features(self, candidate: Procedure) -> tuple[float, ...] | str:
-        """The features triage scores this pair on, or what decided it instead: "finding"
-        or "question"; what `benchmarks/procinterfere/train_triage.py` learns from."""
-        dependent = Facts.read(candidate)
-        surface = shared_surface(self.old, self.new, dependent, self.signals.aliases)
-        findings = self._findings(dependent, surface)
-        if [f for f in findings if not demands.reach_unstated(f)]:
-            return "finding"
-        question, examined, linked = self._question(dependent, surface, findings)
-        if question is not None:
-            return "question"
-        return triage.features(self.old, self.new, dependent, surface, linked, examined)
 
     def _question(
         self, dependent: Facts, surface: Surface, findings: list[Finding]
