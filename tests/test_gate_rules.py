@@ -20,6 +20,7 @@ from memproc.gate.measures import changes as measure_changes
 from memproc.gate.measures import quantities
 from memproc.gate.names import same_system
 from memproc.gate.numerals import spelled
+from memproc.gate.order import moved_onto
 from memproc.gate.sequence import pair
 from memproc.gate.text import split_clauses
 from memproc.gate.units import scan
@@ -825,7 +826,9 @@ def test_one_shared_word_of_an_edit_is_no_exposure_but_two_are() -> None:
             ("Report", "mail the weekly totals to finance and audit on Friday"),
         ],
     )
-    one_word = proc("b", "plan the lab rota", ["rota"], [("Draft", "the /scratch rota for Friday")])
+    one_word = proc(
+        "b", "plan the lab rota", ["rota"], [("Draft", "the /scratch rota for the lab")]
+    )
     assert verdict(old, new, one_word) == []
     two_words = proc(
         "b", "plan the lab rota", ["rota"], [("Read", "the /scratch audit log every Friday")]
@@ -1061,7 +1064,7 @@ def test_a_step_moved_onto_the_dependents_clock_time_is_asked() -> None:
         "b", "export the ledger", ["ledger db"], [("Export", "02:00: dump the ledger tables")]
     )
     assert verdict(old, onto, export) == ["undecided:low_confidence"]
-    assert verdict(old, before, export) == []
+    assert moved_onto(Facts.read(old), Facts.read(before), Facts.read(export)) is None
     assert settings_of_text("Saturday 01:00: REINDEX", "step 1") == []  # a time, no value
 
 
@@ -1159,7 +1162,10 @@ def test_an_option_that_says_when_it_deletes_names_nothing_destroyed() -> None:
 
 def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
     raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
-    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == []
+    # no finding; the vans' 11 kW lies between the two, which `crossings` asks about
+    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == [
+        "undecided:low_confidence"
+    ]
     assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]
 
 
@@ -1466,21 +1472,26 @@ def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bo
 
 
 @pytest.mark.parametrize(
-    ("need", "breaks"),
+    ("need", "found"),
     [
-        ("auditor's rule: fire doors inspected at least once every 6 months", True),
-        ("auditor's rule: fire doors inspected at least once every 2 years", False),
-        ("auditor's rule: lifts serviced at least once every 6 months", False),
+        ("auditor's rule: fire doors inspected at least once every 6 months", ["tightened_limit"]),
+        ("auditor's rule: fire doors inspected at least once every 2 years", []),
+        # other equipment: no finding, but the period it states lies between the old and the
+        # new one, which `crossings` asks about
+        (
+            "auditor's rule: lifts serviced at least once every 6 months",
+            ["undecided:low_confidence"],
+        ),
     ],
 )
 def test_a_step_done_less_often_breaks_a_dependent_that_needs_it_more_often(
-    need: str, breaks: bool
+    need: str, found: list[str]
 ) -> None:
     steps = [("Doors", "inspect fire doors every 3 months")]
     old = proc("a", "maintain the building", ["facilities"], steps)
     new = replace(old, steps=(Step("Doors", "inspect fire doors every 12 months"),))
     audit = proc("b", "pass the safety audit", ["facilities"], [("Check", need)])
-    assert verdict(old, new, audit) == (["tightened_limit"] if breaks else [])
+    assert verdict(old, new, audit) == found
 
 
 @pytest.mark.parametrize(

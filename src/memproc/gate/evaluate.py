@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from memproc.gate import (
     bounds,
     contracts,
+    crossings,
     deletions,
     delimiters,
     demands,
@@ -178,6 +179,7 @@ class _Reading:
         question = question or deletions.undecided(old, new, dependent)
         if linked:
             question = question or order.moved_onto(old, new, dependent)
+        question = question or crossings.crossed_values(old, new, dependent)
         question = question or exposure.undecided(old, new, dependent, examined, linked)
         return question, examined, linked
 

@@ -1,0 +1,132 @@
+"""A changed quantity that moves across a value of the same kind the dependent states.
+
+A step the revision keeps now says another duration, size, rate, time of day or day of the
+week than it did. A dependent that states a value of the same dimension lying between the old
+and the new one, or equal to either, relied on one side of that change and may now be on the
+other. Which side it needs is what no reading of units can tell (a limit raised past what the
+dependent uses frees it; a retention cut below the span it reads back breaks it), so this is
+a question for the judge, never a finding.
+
+The dimensions are the ones the gate already reads: durations, sizes, rates, periods and
+lengths (`units`), measured quantities and money (`measures`), times of day and days of the
+week (`schedule`). Bare counts are left out: two counts of different things compare as
+nothing, and a text says too little to tell which things a count counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from memproc.gate import bounds, measures, schedule, sequence, units
+from memproc.gate.facts import Facts, demand_texts
+from memproc.gate.model import Undecided
+
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_WEEKDAY = "day of the week"
+_CLOCK = "time of day"
+
+
+@dataclass(frozen=True)
+class Value:
+    dimension: str
+    amount: float  # in the dimension's base unit; minutes for a time of day, 0-6 for a day
+    text: str  # as written
+
+
+@dataclass(frozen=True)
+class Crossing:
+    step: str
+    was: Value
+    now: Value
+    stated: Value
+
+    @property
+    def relation(self) -> str:
+        if _same(self.stated.amount, self.was.amount):
+            return "the old value"
+        if _same(self.stated.amount, self.now.amount):
+            return "the new value"
+        return "between the two"
+
+
+def values(text: str) -> list[Value]:
+    """The quantities of `text` that have a dimension."""
+    found = [Value(q.dimension, q.value, q.text) for q in units.scan(text)]
+    found = [v for v in found if v.dimension != "count"]
+    found += [Value(m.dimension, m.value, m.text) for m in measures.quantities(text)]
+    found += [Value(_CLOCK, float(minutes), said) for minutes, said in schedule.clocks(text)]
+    found += [Value(_WEEKDAY, float(day), _DAY_NAMES[day]) for day in sorted(schedule.days(text))]
+    return found
+
+
+def crossed_values(old: Facts, revision: Facts, dependent: Facts) -> Undecided | None:
+    """A question when a step (or the trigger) of the revision changed a value across, or
+    onto, one the dependent states; None otherwise."""
+    stated = [v for text in _texts(dependent) for v in values(text)]
+    for step, was, now in _edited(old, revision):
+        crossing = _crossing(step, was, now, stated)
+        if crossing is not None:
+            return Undecided(
+                dependent.procedure.id,
+                "low_confidence",
+                f"the revision changes '{crossing.step}' from {crossing.was.text} to "
+                f"{crossing.now.text}; the dependent states {crossing.stated.text} "
+                f"({crossing.stated.dimension}), {crossing.relation}: whether it still holds "
+                "depends on which side of the change the dependent needs",
+            )
+    return None
+
+
+def _edited(old: Facts, revision: Facts) -> list[tuple[str, str, str]]:
+    """(name, old text, new text) of each step kept but reworded, and of a changed trigger."""
+    before, after = old.procedure, revision.procedure
+    found = [
+        (after.steps[j].action, before.steps[i].text, after.steps[j].text)
+        for i, j in sequence.pair(before, after).pairs.items()
+        if before.steps[i].text != after.steps[j].text
+    ]
+    if before.trigger and after.trigger and before.trigger != after.trigger:
+        found.append(("trigger", before.trigger, after.trigger))
+    return found
+
+
+def _crossing(step: str, was_text: str, now_text: str, stated: list[Value]) -> Crossing | None:
+    was, now = values(was_text), values(now_text)
+    bound = bounds.direction(bounds.prose_words(now_text), now_text)
+    for theirs in stated:
+        gone = [v for v in was if v.dimension == theirs.dimension and not _among(v, now)]
+        new = [v for v in now if v.dimension == theirs.dimension and not _among(v, was)]
+        for a in gone:
+            for b in new:
+                if _loosened(bound, a, b):
+                    continue  # a limit that now allows more takes nothing from anyone
+                if _across(a.amount, b.amount, theirs):
+                    return Crossing(step, a, b, theirs)
+    return None
+
+
+def _loosened(bound: bounds.Direction | None, was: Value, now: Value) -> bool:
+    if bound == "upper":
+        return now.amount > was.amount
+    return bound == "lower" and now.amount < was.amount
+
+
+def _across(a: float, b: float, theirs: Value) -> bool:
+    """`theirs` equals either end or, on a line (not the days of a week), lies between."""
+    v = theirs.amount
+    if _same(v, a) or _same(v, b):
+        return True
+    return theirs.dimension != _WEEKDAY and min(a, b) < v < max(a, b)
+
+
+def _among(value: Value, others: list[Value]) -> bool:
+    return any(o.dimension == value.dimension and _same(o.amount, value.amount) for o in others)
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _texts(facts: Facts) -> list[str]:
+    return [text for _, text in facts.texts] + list(demand_texts(facts.procedure))
