@@ -265,7 +265,9 @@ def test_references_are_cited_and_make_candidates(ctx: OpContext) -> None:
     ship = create(ctx, "ship", ["Helm"], ["helm upgrade the chart"], references=[build])
     with ctx.runtime.store().reading() as conn:
         assert citations.citing(conn, SCOPE, f"procedure:{build}") == [f"procedure:{ship}"]
-    result = evolve(ctx, build, steps=["bazel build //..."], preconditions=["warm the cache"])
+    # a demand on every job reaches `ship`, which shares nothing with `build` but the reference
+    demand = ["every job warms the remote cache first"]
+    result = evolve(ctx, build, steps=["bazel build //..."], preconditions=demand)
     assert [f.dependent_id for f in result.findings] == [ship]
 
 

@@ -56,7 +56,7 @@ REPORTED = (
     "blind_v7.jsonl",
     "blind_v8.jsonl",
 )
-BLIND_SETS = (*REPORTED, "blind_v9.jsonl")
+BLIND_SETS = (*REPORTED, "blind_v9.jsonl", "blind_v10.jsonl")
 SHARES = tuple(round(0.05 * i, 2) for i in range(1, 11))  # 0.05 .. 0.50
 L2 = 1.0
 STEPS = 3000

@@ -30,6 +30,7 @@ from memproc.gate import (
     order,
     outputs,
     prohibitions,
+    reach,
     removed,
     triage,
 )
@@ -172,8 +173,15 @@ class _Reading:
         examined = tuple(d.text for d in self.added) + tuple(c.text for c, _ in self.prohibitions)
         examined += tuple(self.restated)  # a precondition reworded in place changed nothing
         linked = knowledge.linked(old, new, dependent, surface)
-        if findings:
-            return _ask_reach(dependent, findings), examined, linked
+        # unmet demands whose reach is only inferred, when they are worth a question; the
+        # others are left to the questions below and to triage
+        worth = [
+            f
+            for f in findings
+            if reach.worth_asking(f.evidence["revision"], old.procedure, new.procedure, dependent)
+        ]
+        if worth:
+            return _ask_reach(dependent, worth), examined, linked
         question = knowledge.undecided(old, new, dependent, surface)
         question = question or layouts.undecided(old, new, dependent)
         question = question or deletions.undecided(old, new, dependent)

@@ -7,13 +7,26 @@ that names the users of an output ("readers must...", "subscribers acknowledge .
 consumers. Anything else (an imperative with no subject, a statement
 about the procedure's own host or step) binds only the procedure itself: nothing in its
 words reaches out to others.
+
+When a shared surface is all that ties an unmet demand to a dependent, the gate asks whether
+it binds the dependent (`worth_asking`) when the revision carries the demand out in a step it
+adds or rewrites (a duty it newly performs is one a dependent doing the same work may share),
+or when the dependent works on what the demand is about (its steps hold two or more of the
+demand's words, the bar `exposure` sets for a changed text). A demand that no step of the
+revision touches and whose words the dependent barely holds states a condition of the
+revision's own setting (a room, a vehicle, a store kept at a temperature) far more often than
+a duty of others: on the labelled sets about six such questions in seven were about safe
+pairs. Such a pair is not asked about on that ground alone; triage scores it with the other
+pairs the rules passed.
 """
 
 from __future__ import annotations
 
+from memproc.gate.exposure import MIN_SHARED_WORDS
+from memproc.gate.facts import Facts
 from memproc.gate.lexicon import words
 from memproc.gate.model import Binds, Procedure
-from memproc.gate.text import split_clauses
+from memproc.gate.text import content_stems, split_clauses
 
 # Quantifiers over a whole population: English determiners and pronouns (closed classes).
 SCOPE_QUANTIFIERS = words("every all any each no everyone everybody anyone anybody nobody none")
@@ -60,3 +73,24 @@ def _subject(words: list[str]) -> list[str]:
     if first in SCOPE_QUANTIFIERS or first in CONSUMER_NOUNS or first in _OPENERS:
         return words[:3]
     return []
+
+
+def worth_asking(demand: str, old: Procedure, revision: Procedure, dependent: Facts) -> bool:
+    """Whether an unmet demand of inferred reach is a question for the judge (see above)."""
+    return _carried_out(demand, old, revision) or _works_on(demand, dependent)
+
+
+def _carried_out(demand: str, old: Procedure, revision: Procedure) -> bool:
+    """A step the revision adds or rewrites shares a content word with the demand."""
+    wanted = content_stems(demand)
+    before = {step.text for step in old.steps}
+    return any(
+        wanted & content_stems(step.text) for step in revision.steps if step.text not in before
+    )
+
+
+def _works_on(demand: str, dependent: Facts) -> bool:
+    theirs: set[str] = set()
+    for _, text in dependent.texts:
+        theirs |= content_stems(text)
+    return len(content_stems(demand) & theirs) >= MIN_SHARED_WORDS
