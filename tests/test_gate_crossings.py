@@ -9,7 +9,7 @@ import pytest
 
 from gatekit import proc, verdict
 from memproc.gate import Step, assess
-from memproc.gate.crossings import values
+from memproc.gate.crossings import quantities
 
 OLD = proc(
     "a",
@@ -42,14 +42,18 @@ def _reader(detail: str) -> object:
         ("closes at 6 pm", "time of day", 1080.0),
         ("every Monday", "day of the week", 0.0),
         ("a 2 GB share", "size", 2e9),
+        ("purge_after_days: 10", "time", 10 * 86400.0),  # the unit in the key's name
+        ("--cache-hours 6 on the mirror", "time", 6 * 3600.0),
+        ("humidity held at 62%", "percentage", 62.0),
     ],
 )
 def test_the_values_read_with_their_dimension(text: str, dimension: str, amount: float) -> None:
-    assert (dimension, amount) in [(v.dimension, v.amount) for v in values(text)]
+    assert (dimension, amount) in [(v.dimension, v.amount) for v in quantities(text)]
 
 
 def test_bare_counts_have_no_dimension() -> None:
-    assert values("3 copies to 5 couriers") == []
+    assert quantities("3 copies to 5 couriers") == []
+    assert quantities("min_copies: 3") == []  # a minimum, not minutes
 
 
 @pytest.mark.parametrize(

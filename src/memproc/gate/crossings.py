@@ -9,22 +9,29 @@ a question for the judge, never a finding.
 
 The dimensions are the ones the gate already reads: durations, sizes, rates, periods and
 lengths (`units`), measured quantities and money (`measures`), times of day and days of the
-week (`schedule`). Bare counts are left out: two counts of different things compare as
-nothing, and a text says too little to tell which things a count counts.
+week (`schedule`); besides them, percentages, and a bare number set under a key that names
+its unit (`purge_after_days: 10`). Bare counts are left out: two counts of different things
+compare as nothing, and a text says too little to tell which things a count counts.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
-from memproc.gate import bounds, measures, schedule, sequence, units
+from memproc.gate import bounds, measures, schedule, sequence, units, values
 from memproc.gate.facts import Facts, demand_texts
 from memproc.gate.model import Undecided
 
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _WEEKDAY = "day of the week"
 _CLOCK = "time of day"
+_SHARE = "percentage"
+_BARE_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# "min" in `min_replicas` is a minimum, not minutes
+_BOUND_WORDS = bounds.LOWER_WORDS | bounds.UPPER_WORDS
+_PERCENT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", re.I)
 
 
 @dataclass(frozen=True)
@@ -50,20 +57,39 @@ class Crossing:
         return "between the two"
 
 
-def values(text: str) -> list[Value]:
+def quantities(text: str) -> list[Value]:
     """The quantities of `text` that have a dimension."""
     found = [Value(q.dimension, q.value, q.text) for q in units.scan(text)]
     found = [v for v in found if v.dimension != "count"]
     found += [Value(m.dimension, m.value, m.text) for m in measures.quantities(text)]
     found += [Value(_CLOCK, float(minutes), said) for minutes, said in schedule.clocks(text)]
     found += [Value(_WEEKDAY, float(day), _DAY_NAMES[day]) for day in sorted(schedule.days(text))]
+    found += [Value(_SHARE, float(m.group(1)), m.group(0)) for m in _PERCENT.finditer(text)]
+    return found + _unit_keyed(text)
+
+
+def _unit_keyed(text: str) -> list[Value]:
+    """A bare number set under a key that names its unit (`DaysToKeep=3`,
+    `--retention-in-days 45`, `timeout_seconds: 30`)."""
+    found = []
+    for setting in values.settings_of_text(text, ""):
+        number = setting.value.split()[0] if setting.value else ""
+        if not _BARE_NUMBER.fullmatch(number):
+            continue
+        for word in setting.words:
+            measured = units.unit(word)
+            if measured is not None and len(word) > 1 and word not in _BOUND_WORDS:
+                dimension, factor = measured
+                said = f"{setting.name} {number}"
+                found.append(Value(dimension, float(number) * factor, said))
+                break
     return found
 
 
 def crossed_values(old: Facts, revision: Facts, dependent: Facts) -> Undecided | None:
     """A question when a step (or the trigger) of the revision changed a value across, or
     onto, one the dependent states; None otherwise."""
-    stated = [v for text in _texts(dependent) for v in values(text)]
+    stated = [v for text in _texts(dependent) for v in quantities(text)]
     for step, was, now in _edited(old, revision):
         crossing = _crossing(step, was, now, stated)
         if crossing is not None:
@@ -92,7 +118,7 @@ def _edited(old: Facts, revision: Facts) -> list[tuple[str, str, str]]:
 
 
 def _crossing(step: str, was_text: str, now_text: str, stated: list[Value]) -> Crossing | None:
-    was, now = values(was_text), values(now_text)
+    was, now = quantities(was_text), quantities(now_text)
     bound = bounds.direction(bounds.prose_words(now_text), now_text)
     for theirs in stated:
         gone = [v for v in was if v.dimension == theirs.dimension and not _among(v, now)]
