@@ -519,6 +519,22 @@ def test_a_system_named_by_an_everyday_word_links_only_where_written_as_a_name(
     assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
 
 
+@pytest.mark.parametrize(
+    ("step", "asked"),
+    [
+        ("sweep the dust off the ledge and mop the floor", False),
+        ("dust-cli restore --from /backups/latest", True),
+    ],
+)
+def test_a_dependent_declaring_the_everyday_word_in_lower_case_is_not_linked_by_it(
+    step: str, asked: bool
+) -> None:
+    old = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 4.2")])
+    new = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 5.0")])
+    other = proc("b", "close the store room", ["dust", "store room"], [step])
+    assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
+
+
 def test_a_changed_value_the_dependent_relies_on() -> None:
     old = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: gzip")])
     new = proc("a", "compress media archives", ["MinIO"], [("compress", "codec: zstd")])

@@ -12,7 +12,8 @@ only with corroboration: a shared identifier or artifact. A capitalized entity n
 also an everyday word ("Pulumi" is not, "Bamboo", "Salt" or "Puppet" are) counts as named in
 another procedure's text only where it is written as a name (capitalized inside a sentence)
 or used as a command (a step that runs it with flags, paths or identifiers); "a pinch of
-salt" and "the puppet show" name nothing.
+salt" and "the puppet show" name nothing. A dependent that declares such a name only in lower
+case, and never writes it as a name or runs it, declares the everyday word, not the system.
 
 The same keys, written to an index by the store, let the service find candidates without
 reading every procedure of a scope.
@@ -136,6 +137,8 @@ def _shared_entities(
         if _named_as_entity(b, old, aliases) or _named_as_entity(b, revision, aliases):
             found.add(norm_entity(b))
     kept_away = {norm_entity(b) for b in theirs if disowned(b, dependent)}
+    if not corroborated:
+        kept_away |= {norm_entity(a) for a in mine for b in theirs if _common_noun(a, b, dependent)}
     kept_away |= {
         norm_entity(a)
         for a in mine
@@ -143,6 +146,19 @@ def _shared_entities(
         if norm_entity(b) in kept_away and names.same_system(a, b, aliases)
     }
     return found - kept_away
+
+
+def _common_noun(a: str, b: str, dependent: Facts) -> bool:
+    """The dependent declares a one-word proper name of the revision ("Rust", "Helm") only in
+    lower case, as the everyday word, and never writes it as a name or runs it: its label is
+    the common noun ("rust" on a girder), not the system."""
+    proper = a != a.lower() and len(norm_entity(a).split()) == 1
+    return (
+        proper
+        and b == b.lower()
+        and norm_entity(a) == norm_entity(b)
+        and not _written_as_name(a, dependent)
+    )
 
 
 def disowned(name: str, facts: Facts) -> bool:
