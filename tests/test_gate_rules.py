@@ -47,6 +47,11 @@ def test_identifiers_are_found_by_shape() -> None:
     ]
 
 
+def test_a_unit_of_measure_after_a_number_is_no_path() -> None:
+    assert find("pump 30 mL/min at 0.45 m/s") == []
+    assert [i.norm for i in find("copy to in/out")] == ["in/out"]  # no number: a path
+
+
 @pytest.mark.parametrize(
     ("text", "dimension", "values"),
     [
@@ -529,10 +534,11 @@ def test_a_system_named_by_an_everyday_word_links_only_where_written_as_a_name(
 def test_a_dependent_declaring_the_everyday_word_in_lower_case_is_not_linked_by_it(
     step: str, asked: bool
 ) -> None:
-    old = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 4.2")])
-    new = proc("a", "upgrade Dust scheduler", ["Dust"], [("pin", "Dust 5.0")])
-    other = proc("b", "close the store room", ["dust", "store room"], [step])
-    assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
+    for name in ("Dust", "Apache Dust"):  # the word alone, or a word of the system's name
+        old = proc("a", "upgrade Dust scheduler", [name], [("pin", "Dust 4.2")])
+        new = proc("a", "upgrade Dust scheduler", [name], [("pin", "Dust 5.0")])
+        other = proc("b", "close the store room", ["dust", "store room"], [step])
+        assert verdict(old, new, other) == (["undecided:world_knowledge"] if asked else [])
 
 
 def test_a_changed_value_the_dependent_relies_on() -> None:

@@ -11,6 +11,9 @@ environment variables, flags, `key=value` keys, image names, and the members of 
 (`queue_depth{region, tier}`: `tier` is a member of the metric) or of a list of quoted names
 (`['region', 'tier']`, as code declares labels and columns).
 
+Two short words around a slash right after a number ("30 mL/min", "0.45 m/s") are a unit
+of measure, not a path.
+
 A shell command substitution inside a path (`/in/$(date +%Y)/x.csv`) is read as the
 placeholders it formats (see `templates`), so the path goes on past it; the names the
 command itself uses are found too.
@@ -35,6 +38,9 @@ _HOST_IN_URL = re.compile(
     r"^[a-z][a-z0-9+.-]*:(?:[a-z0-9+.-]*:)?//(?:[^@/\s]*@)?([^:/?#\s]+)", re.I
 )
 _PATH = re.compile(r"(?<![\w:/.$-])(?:~|\.{1,2})?/?(?:[\w.*{}<>$:@-]+/)+[\w.*{}<>$:@-]*(?![\w/])")
+# Two short words around a slash, after a number: a unit of measure ("km/h", "MB/s").
+_UNIT_RATIO = re.compile(r"[A-Za-z]{1,4}/[A-Za-z]{1,4}")
+_AFTER_NUMBER = re.compile(r"\d\s*$")
 _ROOT_PATH = re.compile(r"(?<![\w:/.$-])/[A-Za-z_{][\w.{}-]*(?![\w/])")
 _DOTTED = re.compile(r"(?<![\w./-])[A-Za-z_$][\w-]*(?:\.[A-Za-z_*{][\w*{}-]*)+(?![\w])")
 _SNAKE = re.compile(r"(?<![\w.$-])[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+(?![\w])")
@@ -152,6 +158,9 @@ def find(text: str) -> list[Identifier]:
     for kind, pattern in (("path", _PATH), ("path", _ROOT_PATH), ("dotted", _DOTTED)):
         for match in pattern.finditer(text):
             if _inside(match.span(), taken) or _version_like(match.group()):
+                continue
+            if _UNIT_RATIO.fullmatch(match.group()) and _AFTER_NUMBER.search(text[: match.start()]):
+                taken.append(match.span())  # "30 mL/min", "0.45 m/s": a unit, not a path
                 continue
             found.append(source.make(kind, match))
             taken.append(match.span())

@@ -138,7 +138,7 @@ def _shared_entities(
             found.add(norm_entity(b))
     kept_away = {norm_entity(b) for b in theirs if disowned(b, dependent)}
     if not corroborated:
-        kept_away |= {norm_entity(a) for a in mine for b in theirs if _common_noun(a, b, dependent)}
+        kept_away |= {norm_entity(b) for a in mine for b in theirs if _common_noun(a, b, dependent)}
     kept_away |= {
         norm_entity(a)
         for a in mine
@@ -149,16 +149,13 @@ def _shared_entities(
 
 
 def _common_noun(a: str, b: str, dependent: Facts) -> bool:
-    """The dependent declares a one-word proper name of the revision ("Rust", "Helm") only in
-    lower case, as the everyday word, and never writes it as a name or runs it: its label is
-    the common noun ("rust" on a girder), not the system."""
-    proper = a != a.lower() and len(norm_entity(a).split()) == 1
-    return (
-        proper
-        and b == b.lower()
-        and norm_entity(a) == norm_entity(b)
-        and not _written_as_name(a, dependent)
-    )
+    """The dependent declares, in lower case and as one word, a word the revision's name `a`
+    writes as a proper name ("Rust", the "Spark" of "Apache Spark"), and never writes it as a
+    name or runs it: its label is the everyday word ("rust" on a girder), not the system."""
+    if b != b.lower() or len(norm_entity(b).split()) != 1:
+        return False
+    proper = [w for w in a.split() if w != w.lower() and norm_entity(w) == norm_entity(b)]
+    return bool(proper) and not _written_as_name(proper[0], dependent)
 
 
 def disowned(name: str, facts: Facts) -> bool:
