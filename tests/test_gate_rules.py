@@ -48,7 +48,7 @@ def test_identifiers_are_found_by_shape() -> None:
 
 
 def test_a_unit_of_measure_after_a_number_is_no_path() -> None:
-    assert find("pump 30 mL/min at 0.45 m/s") == []
+    assert find("pump 12 mL/min at 2.5 m/s") == []
     assert [i.norm for i in find("copy to in/out")] == ["in/out"]  # no number: a path
 
 

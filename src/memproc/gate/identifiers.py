@@ -11,7 +11,7 @@ environment variables, flags, `key=value` keys, image names, and the members of 
 (`queue_depth{region, tier}`: `tier` is a member of the metric) or of a list of quoted names
 (`['region', 'tier']`, as code declares labels and columns).
 
-Two short words around a slash right after a number ("30 mL/min", "0.45 m/s") are a unit
+Two short words around a slash right after a number ("12 mL/min", "2.5 m/s") are a unit
 of measure, not a path.
 
 A shell command substitution inside a path (`/in/$(date +%Y)/x.csv`) is read as the
@@ -160,7 +160,7 @@ def find(text: str) -> list[Identifier]:
             if _inside(match.span(), taken) or _version_like(match.group()):
                 continue
             if _UNIT_RATIO.fullmatch(match.group()) and _AFTER_NUMBER.search(text[: match.start()]):
-                taken.append(match.span())  # "30 mL/min", "0.45 m/s": a unit, not a path
+                taken.append(match.span())  # "12 mL/min", "2.5 m/s": a unit, not a path
                 continue
             found.append(source.make(kind, match))
             taken.append(match.span())
