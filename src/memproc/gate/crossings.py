@@ -69,8 +69,8 @@ def quantities(text: str) -> list[Value]:
 
 
 def _unit_keyed(text: str) -> list[Value]:
-    """A bare number set under a key that names its unit (`DaysToKeep=3`,
-    `--keep-days 20`, `timeout_seconds: 30`)."""
+    """A bare number set under a key that names its unit (`keepDays=3`, `--keep-days 20`,
+    `timeout_seconds: 30`)."""
     found = []
     for setting in values.settings_of_text(text, ""):
         number = setting.value.split()[0] if setting.value else ""

@@ -15,9 +15,9 @@ or when the dependent works on what the demand is about (its steps hold two or m
 demand's words, the bar `exposure` sets for a changed text). A demand that no step of the
 revision touches and whose words the dependent barely holds states a condition of the
 revision's own setting (a room, a vehicle, a store kept at a temperature) far more often than
-a duty of others: on the labelled sets about six such questions in seven were about safe
-pairs. Such a pair is not asked about on that ground alone; triage scores it with the other
-pairs the rules passed.
+a duty of others: on the labelled sets nine such questions in ten were about safe pairs.
+Such a pair is not asked about on that ground alone; triage scores it with the other pairs
+the rules passed.
 """
 
 from __future__ import annotations

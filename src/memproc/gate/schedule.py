@@ -55,11 +55,12 @@ def clock(text: str) -> int | None:
 def clocks(text: str) -> list[tuple[int, str]]:
     """Every written time of day in `text` ("05:40", "9 pm"): (minutes after midnight, as
     written)."""
+    matches = list(_CLOCK.finditer(text))
     found = [
         (_twelve_hour(int(m.group(1)), m.group(3)) * 60 + int(m.group(2)), m.group(0).strip())
-        for m in _CLOCK.finditer(text)
+        for m in matches
     ]
-    taken = [m.span() for m in _CLOCK.finditer(text)]
+    taken = [m.span() for m in matches]
     for m in _CLOCK_AMPM.finditer(text):
         if not any(a <= m.start() < b for a, b in taken):
             found.append((_twelve_hour(int(m.group(1)), m.group(2)) * 60, m.group(0).strip()))
