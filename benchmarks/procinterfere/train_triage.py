@@ -22,8 +22,8 @@ Before fitting on everything, it prints leave-one-set-out figures at `--ask`: fo
 model trained on the others, its threshold set on them, run on the held-out set. That is the
 honest estimate of what triage does on a set written later. It then prints the blind sets'
 figures summed, for every share in `SHARES` (the file keeps them), which is how the default
-`gate_ask_share` is chosen; the figures are in-process (the
-gate called directly), which the service's figures match up to index lookups.
+`gate_ask_share` is chosen. The figures are in-process (the gate called directly), which the
+service's figures match up to index lookups.
 """
 
 from __future__ import annotations
@@ -199,14 +199,16 @@ def _arrays(sets: list[Labelled]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def held_out(sets: list[Labelled], ask: float) -> dict[str, dict[str, Any]]:
-    """Each set measured by a model fitted, and thresholded at `ask`, on the others."""
-    found = {}
+def held_out(sets: list[Labelled], shares: tuple[float, ...]) -> dict[float, dict[str, Any]]:
+    """For each share, each set measured by a model fitted, and thresholded at that share, on
+    the others (the fit does not depend on the share: one per held-out set)."""
+    found: dict[float, dict[str, Any]] = {share: {} for share in shares}
     for i, held in enumerate(sets):
         others = sets[:i] + sets[i + 1 :]
         model = fit(*_arrays(others))
-        model.threshold = threshold_for(model, others, ask)
-        found[held.name] = measure(model, held)
+        for share in shares:
+            model.threshold = threshold_for(model, others, share)
+            found[share][held.name] = measure(model, held)
     return found
 
 
@@ -226,12 +228,13 @@ def main() -> None:
     args = parser.parse_args()
     sets = training_sets(args)
     print(f"{'held-out set':<16}{'silent':>12}{'false':>10}{'asked':>12}")
-    by_set = held_out(sets, args.ask)
+    measured = held_out(sets, (args.ask, *SHARES))
+    by_set = measured[args.ask]
     for name, m in by_set.items():
         silent = f"{m['silent']}/{m['breaking']}"
         asked = f"{m['asked']}/{m['cases']}"
         print(f"{name:<16}{silent:>12}{m['false']:>6}/{m['safe']:<3}{asked:>12}")
-    by_share = {share: blind_total(held_out(sets, share)) for share in SHARES}
+    by_share = {share: blind_total(measured[share]) for share in SHARES}
     print("blind sets together, left out one at a time, by ask share: silent, asked")
     for share, t in by_share.items():
         silent, asked = t["silent"] / t["breaking"], t["asked"] / t["cases"]
