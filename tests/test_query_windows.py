@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from memproc.ops.memories import memory as memory_ops
+from memproc.retrieval.windows import window_scores
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
 from memproc.store import threads as thread_sql
@@ -228,7 +229,7 @@ def test_explain_names_the_own_chunk_when_no_window_is_embedded(
 ) -> None:
     """By default the window is in FTS5 only: the stored chunks are the memory's own, and
     explain says so (it once found the chunks and the entry's parts out of step: None)."""
-    rt = open_runtime(thread_window_before=1, thread_window_after=1)
+    rt = open_runtime(thread_window_before=1, thread_window_after=1, thread_query_windows=False)
     turns = talk(rt)
     result = search(rt, TURNS[0], mode="dense", explain=True)
     assert result.explanation is not None
@@ -254,3 +255,16 @@ def test_a_neighbour_of_a_kind_not_asked_for_takes_no_dense_slot(
     by_id = {c.id: c for c in result.explanation.candidates}
     assert ask not in by_id or by_id[ask].dense_rank is None
     assert by_id[reply].window_similarity is not None
+
+
+def test_turns_that_share_a_window_share_its_score_to_the_last_bit() -> None:
+    """Three turns whose windows hold the same three members, each listed in its own order
+    (as stores list them): one score for all, so their order falls to the tie-break, the
+    same in every store. Float sums depend on their order; these vectors make it show."""
+    seqs = np.array([1, 2, 3])
+    nearest = np.array([[1e8, 0.0], [1.0, 1.0], [-1e8, 0.0]], dtype=np.float32)
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    windows = {1: [1, 2, 3], 2: [1, 3, 2], 3: [3, 1, 2]}
+    scores = window_scores(query, windows, seqs, nearest)
+    assert set(scores) == {1, 2, 3}
+    assert len(set(scores.values())) == 1

@@ -15,6 +15,7 @@ import pytest
 from memproc.errors import NotFound, NotReady
 from memproc.models import embedder as embedder_module
 from memproc.ops.memories import memory as memory_ops
+from memproc.retrieval.fusion import logistic, zscore_fusion
 from memproc.retrieval.query import lexical_match
 from memproc.runtime import Runtime
 from memproc.store import memories as memory_sql
@@ -73,7 +74,7 @@ def test_a_paraphrase_with_no_shared_word_is_found_by_meaning_only(rt: Runtime) 
 
 def test_hybrid_hits_carry_each_stages_rank(rt: Runtime) -> None:
     memories = remember_all(rt, CORPUS)
-    result = search(rt, "deploy pipeline registry images", mode="hybrid", limit=3)
+    result = search(rt, "deploy pipeline registry images", mode="hybrid", limit=3, explain=True)
     top = result.results[0]
     assert top.id == memories["deploy"]
     assert (top.ranks.lexical, top.ranks.dense, top.ranks.fused) == (1, 1, 1)
@@ -85,7 +86,26 @@ def test_hybrid_hits_carry_each_stages_rank(rt: Runtime) -> None:
     assert [hit.score for hit in result.results] == sorted(
         (hit.score for hit in result.results), reverse=True
     )
-    # The fused score is reciprocal-rank fusion with k=60 of the ranks it reports.
+    # The fused score (default fusion: zscore) is the logistic of the channels' scores, each
+    # standardised over that channel's candidates, summed; explain carries the raw scores.
+    assert result.explanation is not None
+    candidates = result.explanation.candidates
+    channels = {
+        "lexical": {c.id: c.lexical_score for c in candidates if c.lexical_score is not None},
+        "dense": {c.id: c.dense_similarity for c in candidates if c.dense_similarity is not None},
+    }
+    assert top.score == pytest.approx(logistic(zscore_fusion(channels)[top.id]))
+
+
+def test_rrf_scores_are_reciprocal_ranks(
+    open_runtime: Callable[..., Runtime], tmp_path: Path
+) -> None:
+    """With `fusion = "rrf"` the fused score is reciprocal-rank fusion, k=60, of the ranks
+    each hit reports."""
+    rt = open_runtime(str(tmp_path / "rrf.db"), fusion="rrf", candidate_pool=20)
+    remember_all(rt, CORPUS)
+    top = search(rt, "deploy pipeline registry images", mode="hybrid", limit=3).results[0]
+    assert top.ranks.lexical is not None and top.ranks.dense is not None
     expected = 1 / (60 + top.ranks.lexical) + 1 / (60 + top.ranks.dense)
     assert top.score == pytest.approx(expected)
 
@@ -220,7 +240,7 @@ def test_explain_accounts_for_every_candidate(rt: Runtime) -> None:
     settings = explanation.settings
     assert settings["mode"] == "hybrid"
     assert settings["dense_index"] in ("memory", "sqlite-vec")
-    assert (settings["rrf_k"], settings["candidate_pool"]) == (60, 20)
+    assert (settings["rrf_k"], settings["candidate_pool"]) == (60, 60)
     assert settings["boosts"] == {
         "recency": 0.0,
         "half_life_days": 30.0,
@@ -347,14 +367,20 @@ STANDUP_QUERY = "what time is the weekly standup meeting on monday"
 STANDUP = "The weekly standup meeting is on Monday at 10am."
 NOTES = "Standup notes were shared in the team channel."
 NOW = "2026-06-01T12:00:00Z"
+# The boost tests run under reciprocal-rank fusion: there two memories' fused scores are
+# close, so a boost decides between them. Under score fusion (the default) two candidates
+# stand two standard deviations apart in each channel, and the relevance gap is the larger.
+BOOSTED_FUSION = {"fusion": "rrf", "candidate_pool": 20}
 
 
 def test_recency_weight_lifts_the_newer_memory(
     open_runtime: Callable[..., Runtime], tmp_path: Path
 ) -> None:
     db = str(tmp_path / "recency.db")
-    plain = open_runtime(db)
-    fresh_first = open_runtime(db, recency_weight=5.0, recency_half_life_days=30.0)
+    plain = open_runtime(db, **BOOSTED_FUSION)
+    fresh_first = open_runtime(
+        db, recency_weight=5.0, recency_half_life_days=30.0, **BOOSTED_FUSION
+    )
     standup = remember(plain, STANDUP, occurred_at="2020-01-01")
     notes = remember(plain, NOTES, occurred_at="2026-05-31T09:00:00+02:00")
     assert ids(search(plain, STANDUP_QUERY, now=NOW, limit=2)) == [standup, notes]
@@ -371,8 +397,8 @@ def test_recency_falls_back_to_created_at_without_occurred_at(
     open_runtime: Callable[..., Runtime], tmp_path: Path
 ) -> None:
     db = str(tmp_path / "created.db")
-    plain = open_runtime(db)
-    fresh_first = open_runtime(db, recency_weight=5.0)
+    plain = open_runtime(db, **BOOSTED_FUSION)
+    fresh_first = open_runtime(db, recency_weight=5.0, **BOOSTED_FUSION)
     standup = remember(plain, STANDUP, occurred_at="2020-01-01")
     notes = remember(plain, NOTES)  # created just now
     assert ids(search(plain, STANDUP_QUERY, limit=2)) == [standup, notes]
@@ -383,8 +409,8 @@ def test_importance_weight_lifts_the_more_important_memory(
     open_runtime: Callable[..., Runtime], tmp_path: Path
 ) -> None:
     db = str(tmp_path / "importance.db")
-    plain = open_runtime(db)
-    important_first = open_runtime(db, importance_weight=1.0)
+    plain = open_runtime(db, **BOOSTED_FUSION)
+    important_first = open_runtime(db, importance_weight=1.0, **BOOSTED_FUSION)
     standup = remember(plain, STANDUP, importance=0.0)
     notes = remember(plain, NOTES, importance=1.0)
     assert ids(search(plain, STANDUP_QUERY, limit=2)) == [standup, notes]

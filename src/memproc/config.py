@@ -58,18 +58,24 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # embed before the commit, so the answer comes with the vectors written.
     defer_embedding: bool = True
     # Retrieval.
-    # How the lexical, dense and time channels are combined: "rrf" (reciprocal-rank fusion,
-    # constant `rrf_k`) or "zscore" (each channel's scores standardised and summed; best with
-    # a deeper `candidate_pool`, such as 60: see benchmarks/RESULTS.md).
-    fusion: Literal["rrf", "zscore"] = "rrf"
+    # How the lexical, dense and time channels are combined: "zscore" (each channel's scores
+    # standardised over its own candidates and summed, so one channel's clear first is not
+    # outvoted by two middling ranks) or "rrf" (reciprocal-rank fusion, constant `rrf_k`).
+    # The default since issue 15: chosen on the tune halves of LongMemEval-S, LoCoMo and
+    # SciFact, together with `candidate_pool = 60` and `thread_query_windows`, and better on
+    # the blind halves of all three than RRF with a pool of 20 (benchmarks/RESULTS.md,
+    # "Score fusion as the default"). Blind halves, RRF -> this default: LME session R_any@1 /
+    # R_any@5 / R_all@5 0.834 / 0.957 / 0.871 -> 0.871 / 0.969 / 0.890 (R_any@10 1.000 ->
+    # 0.982), LoCoMo plain recall@10 0.755 -> 0.760, SciFact nDCG@10 0.732 -> 0.757.
+    fusion: Literal["rrf", "zscore"] = "zscore"
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 60
     # Read time expressions in queries ("last weekend") and rank memories from that span up.
     time_awareness: bool = True
     # Channels that read back what the best lexical hits say (see retrieval/feedback.py), each
     # off by default: none helped on the blind halves of all three of LoCoMo, LongMemEval-S
-    # and SciFact (benchmarks/RESULTS.md, "Channels (issue 15)"), so the default fusion stays
-    # RRF over lexical, dense and time. Blind halves, default: LME session R_any@1 / R_any@5 /
-    # R_all@5 0.834 / 0.957 / 0.871, LoCoMo plain recall@10 0.755, SciFact nDCG@10 0.732.
+    # and SciFact (benchmarks/RESULTS.md, "Channels (issue 15)"; measured beside the default
+    # of the time, RRF with a pool of 20). Blind halves, that default: LME session R_any@1 /
+    # R_any@5 / R_all@5 0.834 / 0.957 / 0.871, LoCoMo plain recall@10 0.755, SciFact 0.732.
     # RM3: the `lexical_feedback_terms` best terms of the top `lexical_feedback_docs` lexical
     # hits form a second lexical query, whose bm25 is added to the original's times
     # `lexical_feedback_weight`. 0 docs: off. Blind, with 5 docs, 10 terms, weight 0.25 and
@@ -111,19 +117,20 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # The window in the dense channel at no cost to writes: a threaded memory also scores as
     # the query's cosine with the normalised sum of its window's stored turn vectors (see
     # retrieval/windows.py), computed at search time, and keeps the better of that and its
-    # own. Memories without neighbours (no thread, or alone in it) are unaffected. Off: on
-    # LoCoMo plain evidence recall@10 it gained on the tune half (0.711 -> 0.732) but not on
-    # the blind half (0.755 -> 0.751; whole dev set about 0.742, as with dense windows), and
-    # LongMemEval-S and SciFact are unchanged (benchmarks/RESULTS.md, "The thread window
-    # scored at search time"). A search costs about 3 ms more on a LoCoMo conversation.
-    thread_query_windows: bool = False
+    # own. Memories without neighbours (no thread, or alone in it) are unaffected. On by
+    # default with score fusion (see `fusion`): there, on LoCoMo plain evidence recall@10, it
+    # takes the tune half 0.725 -> 0.735 and the blind half 0.740 -> 0.760. Beside RRF alone
+    # it had not helped the blind half (0.755 -> 0.751; benchmarks/RESULTS.md, "The thread
+    # window scored at search time"). A search costs about 3 ms more on a LoCoMo conversation.
+    thread_query_windows: bool = True
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).
     dense_copy_max_rows: Annotated[int, msgspec.Meta(ge=0, le=50_000_000)] = 250_000
-    # How deep each channel's ranking goes into fusion. Deep lists hurt reciprocal-rank
-    # fusion: two mediocre ranks (50 + 50) outscore one channel's top hit. Raised to the
-    # request's limit when that is larger.
-    candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 20
+    # How deep each channel's ranking goes into fusion. Score fusion wants it deep (its
+    # statistics over 20 candidates are noisy); deep lists hurt reciprocal-rank fusion (two
+    # mediocre ranks, 50 + 50, outscore one channel's top hit), so with `fusion = "rrf"` set
+    # it to about 20. Raised to the request's limit when that is larger.
+    candidate_pool: Annotated[int, msgspec.Meta(ge=10, le=5_000)] = 60
     rerank_pool: Annotated[int, msgspec.Meta(ge=1, le=500)] = 30
     min_confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0
     recency_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0

@@ -198,7 +198,7 @@ def test_show_says_where_each_value_came_from(tmp_path: Path) -> None:
     assert rows["workers"] == {"value": 6, "source": "environment"}  # env beats the file
     assert rows["max_pending"] == {"value": 50, "source": "flag"}  # a flag beats the file
     assert rows["log_level"] == {"value": "debug", "source": "environment"}
-    assert rows["fusion"] == {"value": "rrf", "source": "default"}
+    assert rows["fusion"] == {"value": "zscore", "source": "default"}
     assert rows["models_dir"]["source"] == "default"
 
 

@@ -100,21 +100,29 @@ def window_scores(
     import numpy as np
 
     position = {seq: i for i, seq in enumerate(seqs.tolist())}
-    owners, rows = [], []
+    # Each distinct member set is summed once, in ascending order: the turns of a short
+    # thread share one window, and must share its score to the last bit, whichever of them
+    # asks and whichever store listed the members (float sums depend on their order).
+    owners: dict[tuple[int, ...], list[int]] = {}
     for seq, members in windows.items():
-        present = [position[m] for m in members if m in position]
+        present = tuple(sorted({position[m] for m in members if m in position}))
         if len(present) >= 2:
-            owners.append(seq)
-            rows.append(present)
+            owners.setdefault(present, []).append(seq)
     if not owners:
         return {}
+    rows = list(owners)
     padded = np.vstack([nearest, np.zeros((1, nearest.shape[1]), dtype=nearest.dtype)])
     width = max(len(r) for r in rows)
-    index = np.array([r + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
+    index = np.array([[*r] + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
     totals = padded[index].sum(axis=1)
     norms = np.linalg.norm(totals, axis=1)
     similarity = (totals @ query) / np.maximum(norms, 1e-12)
-    return {seq: float(sim) for seq, sim, n in zip(owners, similarity, norms, strict=True) if n > 0}
+    return {
+        seq: float(sim)
+        for row, sim, n in zip(rows, similarity, norms, strict=True)
+        if n > 0
+        for seq in owners[row]
+    }
 
 
 def reached(windows: Mapping[int, Sequence[int]]) -> set[int]:
