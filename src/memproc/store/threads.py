@@ -336,12 +336,18 @@ def window_members(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, list
         (orjson.dumps(list(seqs)).decode(),),
     )
     entries = [(int(seq), orjson.loads(raw)) for seq, raw in rows]
-    wanted = [i for _, ids in entries for i in (*ids["before"], *ids["after"])]
+    wanted = neighbour_ids(entries)
     found = conn.execute(
         "SELECT m.id, m.seq FROM json_each(?) AS j CROSS JOIN memories AS m ON m.id = j.value",
         (orjson.dumps(wanted).decode(),),
     )
     return in_window_order(entries, {str(i): int(seq) for i, seq in found})
+
+
+def neighbour_ids(entries: Sequence[tuple[int, dict[str, list[str]]]]) -> list[str]:
+    """The ids the entries name, each once: the windows of neighbouring turns overlap, so a
+    search's hits name most of their neighbours several times over."""
+    return list(dict.fromkeys(i for _, ids in entries for i in (*ids["before"], *ids["after"])))
 
 
 def in_window_order(

@@ -22,6 +22,7 @@ from memproc.store.threads import (
     Neighbours,
     Turn,
     in_window_order,
+    neighbour_ids,
 )
 
 _SEARCHABLE = list(SEARCHABLE_STATUSES)
@@ -116,8 +117,9 @@ def window_members(conn: PgConnection, seqs: Sequence[int]) -> dict[int, list[in
         (list(seqs),),
     )
     entries = [(int(seq), orjson.loads(raw)) for seq, raw in rows]
-    wanted = [i for _, ids in entries for i in (*ids["before"], *ids["after"])]
-    found = conn.execute("SELECT id, seq FROM memories WHERE id = ANY (%s)", (wanted,))
+    found = conn.execute(
+        "SELECT id, seq FROM memories WHERE id = ANY (%s)", (neighbour_ids(entries),)
+    )
     return in_window_order(entries, {str(i): int(seq) for i, seq in found})
 
 
