@@ -113,7 +113,7 @@ def window_scores(
     rows = list(owners)
     padded = np.vstack([nearest, np.zeros((1, nearest.shape[1]), dtype=nearest.dtype)])
     width = max(len(r) for r in rows)
-    index = np.array([[*r] + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
+    index = np.array([list(r) + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
     totals = padded[index].sum(axis=1)
     norms = np.linalg.norm(totals, axis=1)
     similarity = (totals @ query) / np.maximum(norms, 1e-12)
