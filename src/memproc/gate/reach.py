@@ -18,13 +18,25 @@ revision's own setting (a room, a vehicle, a store kept at a temperature) far mo
 a duty of others: on the labelled sets nine such questions in ten were about safe pairs.
 Such a pair is not asked about on that ground alone; triage scores it with the other pairs
 the rules passed.
+
+A duty the revision carries out is shared only by those who do the same work. An imperative
+("rotate the keys before release") names no one, so any procedure on the shared system may owe
+it; a demand that names its subject ("night porters sign the key log", "kiosk tablets stay
+on the guest network") is about that subject, and a dependent that never mentions it is not
+asked about on that ground: whoever the subject is, the dependent's steps are not theirs
+(`locality` already reads a definite subject, "the porter ...", before any finding). This
+reads preconditions only: a step that declares a requirement speaks of the system the step
+works on ("the server now requires it"), which every user of it shares. Imperatives are told
+from statements by their first word: procedures write their steps as commands, so a word
+that opens a step of either version, or a verb of doing in general
+(`lexicon.GENERIC_VERBS`), opens a command.
 """
 
 from __future__ import annotations
 
 from memproc.gate.exposure import MIN_SHARED_WORDS
-from memproc.gate.facts import Facts
-from memproc.gate.lexicon import words
+from memproc.gate.facts import Facts, demand_texts
+from memproc.gate.lexicon import GENERIC_VERBS, words
 from memproc.gate.model import Binds, Procedure
 from memproc.gate.text import content_stems, split_clauses
 
@@ -36,7 +48,10 @@ CONSUMER_NOUNS = words(
     downstream dependent dependents user users integration integrations"""
 )
 # Words a subject may open with before its head: articles and possessives (closed classes).
-_OPENERS = words("the a an our its their this these those all")
+_OPENERS = words("the a an our its their this these those all whoever whichever")
+# Modal and auxiliary verbs, and "only", which end a subject ("updates only run at night").
+_FINITE = words("must should shall need needs may can will are is was were has have only")
+_SUBJECT_SPAN = 5
 
 
 def binds_of(procedure: Procedure, text: str) -> tuple[Binds, bool]:
@@ -77,7 +92,30 @@ def _subject(words: list[str]) -> list[str]:
 
 def worth_asking(demand: str, old: Procedure, revision: Procedure, dependent: Facts) -> bool:
     """Whether an unmet demand of inferred reach is a question for the judge (see above)."""
-    return _carried_out(demand, old, revision) or _works_on(demand, dependent)
+    if _works_on(demand, dependent):
+        return True
+    if not _carried_out(demand, old, revision):
+        return False
+    if demand not in demand_texts(revision):
+        return True  # declared in a step: it speaks of the system (see above)
+    subject = named_subject(demand, (old, revision))
+    return subject is None or bool(content_stems(" ".join(subject)) & _stems_of(dependent))
+
+
+def named_subject(text: str, procedures: tuple[Procedure, ...]) -> list[str] | None:
+    """The words a statement opens with as its subject; None for a command (see above)."""
+    words = _opening_words(text)
+    if not words:
+        return None
+    commands = {w[0] for p in procedures for s in p.steps if (w := _opening_words(s.action))}
+    if words[0] in commands or words[0] in GENERIC_VERBS:
+        return None
+    for i, word in enumerate(words[:_SUBJECT_SPAN]):
+        if i and word in _FINITE:
+            return words[:i]  # "kits are kept...", "pulls need a login"
+    if words[0] in _OPENERS or words[0] in SCOPE_QUANTIFIERS:
+        return words[:_SUBJECT_SPAN]
+    return words[:2]  # a noun and the verb after it: "driver completes"
 
 
 def _carried_out(demand: str, old: Procedure, revision: Procedure) -> bool:
@@ -89,8 +127,18 @@ def _carried_out(demand: str, old: Procedure, revision: Procedure) -> bool:
     )
 
 
+def _opening_words(text: str) -> list[str]:
+    """The first clause's words, as the gate reads them ("back up" is one word)."""
+    clauses = split_clauses(text, "precondition", 0)
+    return [t.lower for t in clauses[0].words] if clauses else []
+
+
 def _works_on(demand: str, dependent: Facts) -> bool:
+    return len(content_stems(demand) & _stems_of(dependent)) >= MIN_SHARED_WORDS
+
+
+def _stems_of(dependent: Facts) -> set[str]:
     theirs: set[str] = set()
     for _, text in dependent.texts:
         theirs |= content_stems(text)
-    return len(content_stems(demand) & theirs) >= MIN_SHARED_WORDS
+    return theirs
