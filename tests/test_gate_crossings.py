@@ -57,7 +57,7 @@ def test_bare_counts_have_no_dimension() -> None:
 
 
 @pytest.mark.parametrize(
-    ("step", "detail", "reader", "asked"),
+    ("step", "detail", "reader", "crossed"),
     [
         # moved below what the dependent states: between the two values
         (
@@ -66,7 +66,7 @@ def test_bare_counts_have_no_dimension() -> None:
             "photograph contents 12 hours after delivery",
             True,
         ),
-        # moved above it: which side the dependent needs is not the rule's to know
+        # moved above it: the relation the dependent was written against turns round
         (
             1,
             "crates rest unopened for 48 hours before unpacking",
@@ -102,20 +102,22 @@ def test_bare_counts_have_no_dimension() -> None:
         ),
     ],
 )
-def test_a_value_moved_across_the_dependents_is_a_question(
-    step: int, detail: str, reader: str, asked: bool
+def test_a_value_moved_across_the_dependents_is_a_finding(
+    step: int, detail: str, reader: str, crossed: bool
 ) -> None:
     new = _revised(step, detail)
-    assert verdict(OLD, new, _reader(reader)) == (["undecided:low_confidence"] if asked else [])
+    assert verdict(OLD, new, _reader(reader)) == (["changed_value"] if crossed else [])
 
 
-def test_the_question_names_both_values_and_the_dependents() -> None:
+def test_the_finding_names_both_values_and_the_dependents() -> None:
     new = _revised(1, "crates rest unopened for 6 hours before unpacking")
     result = assess(OLD, new, [_reader("photograph contents 12 hours after delivery")])
-    (question,) = result.undecided
-    assert "24 hours" in question.detail and "6 hours" in question.detail
-    assert "12 hours" in question.detail and "between the two" in question.detail
-    assert result.findings == []
+    (finding,) = result.findings
+    assert finding.pattern == "changed_value"
+    assert "24 hours" in finding.detail and "6 hours" in finding.detail
+    assert "12 hours" in finding.detail and "between the two" in finding.detail
+    assert finding.evidence == {"revision": "6 hours", "old": "24 hours", "dependent": "12 hours"}
+    assert result.undecided == []
 
 
 def test_a_value_of_another_dimension_is_not_compared() -> None:

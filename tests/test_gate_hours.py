@@ -39,9 +39,9 @@ NEW = replace(OLD, steps=(Step("Counter", "print counter open 08:15-17:15"), OLD
     [
         ("collect proofs at the print counter at 18:30", ["tightened_limit"]),
         ("collect proofs at the print counter at 10:00", []),
-        # not the counter, so no finding; its hour still lies between the old and the new
-        # closing time, which `crossings` asks the judge about
-        ("collect proofs from the depot at 18:30", ["undecided:low_confidence"]),
+        # not the counter, so no lost hours; its hour still lies between the old and the new
+        # closing time, which `crossings` reads as a changed value
+        ("collect proofs from the depot at 18:30", ["changed_value"]),
     ],
 )
 def test_a_dependent_that_acts_in_the_hours_lost_breaks(pickup: str, found: list[str]) -> None:

@@ -836,7 +836,7 @@ def test_one_shared_word_of_an_edit_is_no_exposure_but_two_are() -> None:
         ["scratch volume"],
         [
             ("Sweep", "find /scratch -mtime +3 -delete"),
-            ("Report", "mail the weekly totals to finance on Monday"),
+            ("Report", "mail the weekly totals to finance"),
         ],
     )
     new = proc(
@@ -845,16 +845,14 @@ def test_one_shared_word_of_an_edit_is_no_exposure_but_two_are() -> None:
         ["scratch volume"],
         [
             ("Sweep", "find /scratch -mtime +3 -delete"),
-            ("Report", "mail the weekly totals to finance and audit on Friday"),
+            ("Report", "mail the weekly totals and the usage ledger to finance and audit"),
         ],
     )
     one_word = proc(
         "b", "plan the lab rota", ["rota"], [("Draft", "the /scratch rota for the lab")]
     )
     assert verdict(old, new, one_word) == []
-    two_words = proc(
-        "b", "plan the lab rota", ["rota"], [("Read", "the /scratch audit log every Friday")]
-    )
+    two_words = proc("b", "plan the lab rota", ["rota"], [("Read", "the /scratch usage ledger")])
     assert verdict(old, new, two_words) == ["undecided:low_confidence"]
 
 
@@ -1085,8 +1083,10 @@ def test_a_step_moved_onto_the_dependents_clock_time_is_asked() -> None:
     export = proc(
         "b", "export the ledger", ["ledger db"], [("Export", "02:00: dump the ledger tables")]
     )
-    assert verdict(old, onto, export) == ["undecided:low_confidence"]
+    assert moved_onto(Facts.read(old), Facts.read(onto), Facts.read(export)) is not None
     assert moved_onto(Facts.read(old), Facts.read(before), Facts.read(export)) is None
+    # the gate decides it before asking: 02:00 lies between the old and new start times
+    assert verdict(old, onto, export) == ["changed_value"]
     assert settings_of_text("Saturday 01:00: REINDEX", "step 1") == []  # a time, no value
 
 
@@ -1184,10 +1184,8 @@ def test_an_option_that_says_when_it_deletes_names_nothing_destroyed() -> None:
 
 def test_a_bound_word_elsewhere_in_the_step_does_not_bound_a_quantity() -> None:
     raised = ("chargers deliver 7 kW", "chargers deliver 22 kW")
-    # no finding; the vans' 11 kW lies between the two, which `crossings` asks about
-    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == [
-        "undecided:low_confidence"
-    ]
+    # no bound; the vans' 11 kW lies between the two, which `crossings` reads as a changed value
+    assert _measured(*raised, "vans charge at 11 kW for up to 2 hours") == ["changed_value"]
     assert _measured(*raised, "vans take up to 11 kW from a charger") == ["changed_value"]
 
 
@@ -1498,12 +1496,9 @@ def test_a_precondition_that_adds_a_part_is_not_a_rewording(rule: str, asked: bo
     [
         ("auditor's rule: fire doors inspected at least once every 6 months", ["tightened_limit"]),
         ("auditor's rule: fire doors inspected at least once every 2 years", []),
-        # other equipment: no finding, but the period it states lies between the old and the
-        # new one, which `crossings` asks about
-        (
-            "auditor's rule: lifts serviced at least once every 6 months",
-            ["undecided:low_confidence"],
-        ),
+        # other equipment: no tightened period, but the period it states lies between the old
+        # and the new one, which `crossings` reads as a changed value
+        ("auditor's rule: lifts serviced at least once every 6 months", ["changed_value"]),
     ],
 )
 def test_a_step_done_less_often_breaks_a_dependent_that_needs_it_more_often(

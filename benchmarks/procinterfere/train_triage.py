@@ -224,7 +224,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="the public cases.jsonl")
     parser.add_argument("--extra", help="benchmarks/procinterfere/cases_extra.jsonl")
-    parser.add_argument("--ask", type=float, default=0.29, help="share of cases to ask about")
+    parser.add_argument("--ask", type=float, default=0.28, help="share of cases to ask about")
     parser.add_argument("--out", help="where to write the model (default: print only)")
     args = parser.parse_args()
     sets = training_sets(args)

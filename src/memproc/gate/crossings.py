@@ -2,10 +2,14 @@
 
 A step the revision keeps now says another duration, size, rate, time of day or day of the
 week than it did. A dependent that states a value of the same dimension lying between the old
-and the new one, or equal to either, relied on one side of that change and may now be on the
-other. Which side it needs is what no reading of units can tell (a limit raised past what the
-dependent uses frees it; a retention cut below the span it reads back breaks it), so this is
-a question for the judge, never a finding.
+and the new one, or equal to either, was written against the old value: whatever relation
+held between its value and the procedure's (shorter, later, on the same day), the change
+turns it round or makes it newly equal. That is a finding (`changed_value`), not a question:
+the dependent worked with one side of the change and is now on the other. A limit that now
+allows more (`bounds`: a maximum raised, a minimum lowered) takes nothing from anyone and is
+not one. This reading was a question for the judge at first; on every labelled set together
+26 of the 29 pairs it asked about were breaking, more than any question the gate asks, so it
+decides them (the three others are quarantined for review, as the gate fails closed).
 
 The dimensions are the ones the gate already reads: durations, sizes, rates, periods and
 lengths (`units`), measured quantities and money (`measures`), times of day and days of the
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 from memproc.gate import bounds, measures, schedule, sequence, units, values
 from memproc.gate.facts import Facts, demand_texts
-from memproc.gate.model import Undecided
+from memproc.gate.model import Finding
 
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _WEEKDAY = "day of the week"
@@ -86,22 +90,26 @@ def _unit_keyed(text: str) -> list[Value]:
     return found
 
 
-def crossed_values(old: Facts, revision: Facts, dependent: Facts) -> Undecided | None:
-    """A question when a step (or the trigger) of the revision changed a value across, or
-    onto, one the dependent states; None otherwise."""
+def crossed_values(old: Facts, revision: Facts, dependent: Facts) -> list[Finding]:
+    """A finding when a step (or the trigger) of the revision changed a value across, or
+    onto, one the dependent states; none otherwise."""
     stated = [v for text in _texts(dependent) for v in quantities(text)]
     for step, was, now in _edited(old, revision):
         crossing = _crossing(step, was, now, stated)
         if crossing is not None:
-            return Undecided(
-                dependent.procedure.id,
-                "low_confidence",
+            detail = (
                 f"the revision changes '{crossing.step}' from {crossing.was.text} to "
                 f"{crossing.now.text}; the dependent states {crossing.stated.text} "
-                f"({crossing.stated.dimension}), {crossing.relation}: whether it still holds "
-                "depends on which side of the change the dependent needs",
+                f"({crossing.stated.dimension}), {crossing.relation}: it was written against "
+                "the old value, and the change moves past it or onto it"
             )
-    return None
+            evidence = {
+                "revision": crossing.now.text,
+                "old": crossing.was.text,
+                "dependent": crossing.stated.text,
+            }
+            return [Finding(dependent.procedure.id, "changed_value", detail, evidence)]
+    return []
 
 
 def _edited(old: Facts, revision: Facts) -> list[tuple[str, str, str]]:

@@ -162,7 +162,8 @@ class _Reading:
             findings = knowledge.relied_on_values(old, new, dependent, surface)
         if not findings and knowledge.linked(old, new, dependent, surface):
             findings = knowledge.turned_off(old, new, dependent)
-        return findings
+        # a value the revision moved across one the dependent states (see `crossings`)
+        return findings or crossings.crossed_values(old, new, dependent)
 
     def _question(
         self, dependent: Facts, surface: Surface, findings: list[Finding]
@@ -187,7 +188,6 @@ class _Reading:
         question = question or deletions.undecided(old, new, dependent)
         if linked:
             question = question or order.moved_onto(old, new, dependent)
-        question = question or crossings.crossed_values(old, new, dependent)
         question = question or exposure.undecided(old, new, dependent, examined, linked)
         return question, examined, linked
 
