@@ -60,8 +60,9 @@ REPORTED = (
     "blind_v9.jsonl",
     "blind_v10.jsonl",
     "blind_v11.jsonl",
+    "blind_v12.jsonl",
 )
-BLIND_SETS = (*REPORTED, "blind_v12.jsonl")
+BLIND_SETS = (*REPORTED, "blind_v13.jsonl")
 SHARES = tuple(round(0.01 * i, 2) for i in range(5, 51))  # 0.05 .. 0.50
 L2 = 1.0
 STEPS = 3000
