@@ -570,7 +570,7 @@ def measure_search(
 class SearchFloor:
     """The least a hybrid search must do, on the same file and the same embedder: embed the
     query, score every vector and take the top k (numpy on one thread: see
-    dense_cache._dot_rows), run the FTS5 query alone (bm25, no filters)."""
+    dense_cache.dot_rows), run the FTS5 query alone (bm25, no filters)."""
 
     def __init__(self, db: str, embedder: Any, pool: int) -> None:
         self.embedder, self.pool = embedder, pool

@@ -268,3 +268,31 @@ def test_turns_that_share_a_window_share_its_score_to_the_last_bit() -> None:
     scores = window_scores(query, windows, seqs, nearest)
     assert set(scores) == {1, 2, 3}
     assert len(set(scores.values())) == 1
+
+
+def test_a_windows_score_does_not_depend_on_the_others_scored_with_it() -> None:
+    """A search scores a few hundred windows at once, a different few hundred each time; a
+    window's score must be the one it gets alone, or the same memory ranks differently by
+    which other hits came with it (a matrix product may round a row by the batch's shape)."""
+    rng = np.random.default_rng(7)
+    seqs = np.arange(1, 601)
+    nearest = rng.standard_normal((600, 384)).astype(np.float32)
+    nearest /= np.linalg.norm(nearest, axis=1, keepdims=True)
+    query = rng.standard_normal(384).astype(np.float32)
+    query /= np.linalg.norm(query)
+    windows = {int(s): [int(m) for m in range(max(1, s - 2), min(600, s + 2) + 1)] for s in seqs}
+    together = window_scores(query, windows, seqs, nearest)
+    alone = {
+        s: window_scores(query, {s: members}, seqs, nearest)[s] for s, members in windows.items()
+    }
+    assert together == alone
+
+
+def test_members_without_vectors_and_repeated_members_count_once_or_not_at_all() -> None:
+    seqs = np.array([10, 20, 30])
+    nearest = np.eye(3, dtype=np.float32)
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    scores = window_scores(query, {10: [10, 20, 20, 99], 20: [99, 20], 30: [30, 20]}, seqs, nearest)
+    # 10: rows 10 and 20 once each; 20: only itself has a vector, a window of one; 30: 30+20
+    assert set(scores) == {10, 30}
+    assert scores[10] == pytest.approx(1 / np.sqrt(2)) and scores[30] == pytest.approx(0.0)

@@ -116,7 +116,7 @@ class DenseCache:
                 mask &= np.isin(self._kinds[:size], self._codes(self._kind_codes, kinds))
         if not mask.any():
             return []
-        similarity = _dot_rows(matrix, query.astype(np.float32))
+        similarity = dot_rows(matrix, query.astype(np.float32))
         similarity[~mask] = -np.inf
         count = min(k, int(mask.sum()))
         top = np.argpartition(-similarity, count - 1)[:count]
@@ -191,7 +191,7 @@ class DenseCache:
         return np.array([codes[v] for v in values if v in codes], dtype=np.int32)
 
 
-def _dot_rows(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+def dot_rows(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Each row's dot product with `vector`, in numpy's own loop on the calling thread.
 
     Not `matrix @ vector`: that is OpenBLAS's sgemv, which wakes its thread pool on every
@@ -209,7 +209,7 @@ def best_rows(
     ascending, and for each its row nearest `query` (the first of equals)."""
     if not len(seqs):
         return seqs, vectors
-    similarity = _dot_rows(vectors, query.astype(np.float32))
+    similarity = dot_rows(vectors, query.astype(np.float32))
     order = np.lexsort((-similarity, seqs))
     unique, first = np.unique(seqs[order], return_index=True)
     return unique, vectors[order[first]]

@@ -46,6 +46,8 @@ def with_windows(
     of them (None: all), and the window scores."""
     import numpy as np
 
+    from memproc.retrieval.dense_cache import dot_rows
+
     around = thread_sql.window_members(conn, list(best))
     more = reached(around) - set(around)
     spans = around | (thread_sql.window_members(conn, sorted(more)) if more else {})
@@ -54,7 +56,7 @@ def with_windows(
     query = np.frombuffer(vector, dtype=np.float32)
     seqs, nearest = _nearest_chunks_of(conn, embedder, cache, sorted(reached(spans)), query)
     scored = window_scores(query, spans, seqs, nearest)
-    own = dict(zip(seqs.tolist(), (nearest @ query).tolist(), strict=True))
+    own = dict(zip(seqs.tolist(), dot_rows(nearest, query).tolist(), strict=True))
     merged = dict(best)
     for seq, similarity in scored.items():
         mine = best.get(seq, own.get(seq))  # not among the hits: its nearest chunk's
@@ -99,30 +101,53 @@ def window_scores(
     (ascending) and `nearest` (one row per seq)."""
     import numpy as np
 
-    position = {seq: i for i, seq in enumerate(seqs.tolist())}
-    # Each distinct member set is summed once, in ascending order: the turns of a short
-    # thread share one window, and must share its score to the last bit, whichever of them
-    # asks and whichever store listed the members (float sums depend on their order).
-    owners: dict[tuple[int, ...], list[int]] = {}
-    for seq, members in windows.items():
-        present = tuple(sorted({position[m] for m in members if m in position}))
-        if len(present) >= 2:
-            owners.setdefault(present, []).append(seq)
-    if not owners:
+    from memproc.retrieval.dense_cache import dot_rows
+
+    if not windows or not len(seqs):
         return {}
-    rows = list(owners)
+    owners = list(windows)
+    lengths = np.fromiter((len(windows[seq]) for seq in owners), dtype=np.int64, count=len(owners))
+    flat = np.fromiter(
+        (m for seq in owners for m in windows[seq]), dtype=np.int64, count=int(lengths.sum())
+    )
+    # Each member's row in `nearest`, or `missing` (a zero row appended below) when it has
+    # no vectors; laid out one window per row, padded with `missing`.
+    missing = len(seqs)
+    found = np.minimum(np.searchsorted(seqs, flat), missing - 1)
+    rows = np.where(seqs[found] == flat, found, missing)
+    width = int(lengths.max())
+    index = np.full((len(owners), width), missing, dtype=np.int64)
+    index[np.repeat(np.arange(len(owners)), lengths), _offsets(lengths)] = rows
+    # Each distinct member set is summed once, its rows in ascending order: the turns of a
+    # short thread share one window, and must share its score to the last bit, whichever of
+    # them asks and whichever store listed the members (float sums depend on their order).
+    index.sort(axis=1)
+    index[:, 1:][index[:, 1:] == index[:, :-1]] = missing  # a member named twice counts once
+    index.sort(axis=1)
+    enough = (index != missing).sum(axis=1) >= 2  # a window of one is the memory itself
+    if not enough.any():
+        return {}
+    distinct, which = np.unique(index[enough], axis=0, return_inverse=True)
     padded = np.vstack([nearest, np.zeros((1, nearest.shape[1]), dtype=nearest.dtype)])
-    width = max(len(r) for r in rows)
-    index = np.array([list(r) + [len(nearest)] * (width - len(r)) for r in rows])  # pad: zero row
-    totals = padded[index].sum(axis=1)
+    totals = padded[distinct].sum(axis=1)
     norms = np.linalg.norm(totals, axis=1)
-    similarity = (totals @ query) / np.maximum(norms, 1e-12)
+    # not a matrix product: BLAS may round a row differently by how many rows share the
+    # call, and a window's score must not depend on which others were scored with it
+    similarity = dot_rows(totals, query) / np.maximum(norms, 1e-12)
+    kept = [seq for seq, ok in zip(owners, enough.tolist(), strict=True) if ok]
     return {
-        seq: float(sim)
-        for row, sim, n in zip(rows, similarity, norms, strict=True)
-        if n > 0
-        for seq in owners[row]
+        seq: float(similarity[row])
+        for seq, row in zip(kept, which.reshape(-1).tolist(), strict=True)
+        if norms[row] > 0
     }
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., n-1 for each length n, concatenated: each member's column in its row."""
+    import numpy as np
+
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(int(lengths.sum())) - starts
 
 
 def reached(windows: Mapping[int, Sequence[int]]) -> set[int]:

@@ -329,19 +329,27 @@ def neighbours(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, Neighbou
 def window_members(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, list[int]]:
     """Each of `seqs` whose index entry holds neighbours: the seqs of its window in thread
     order (the turns before it, itself, the turns after it), as its entry names them. A
-    neighbour gone since (purged) is left out; its entry is rewritten by then anyway."""
+    neighbour gone since (purged) is left out; its entry is rewritten by then anyway. One
+    statement resolves the neighbour ids in SQLite, in entry order: a search asks this for
+    a few hundred windows, and a second round trip through Python cost more than the join."""
     rows = conn.execute(
-        "SELECT m.seq, m.neighbour_ids FROM json_each(?) AS j CROSS JOIN memories AS m "
+        f"SELECT m.seq, {_SEQS_OF.format(side='before')}, {_SEQS_OF.format(side='after')} "
+        "FROM json_each(?) AS j CROSS JOIN memories AS m "
         "ON m.seq = j.value WHERE m.neighbour_ids IS NOT NULL",
         (orjson.dumps(list(seqs)).decode(),),
     )
-    entries = [(int(seq), orjson.loads(raw)) for seq, raw in rows]
-    wanted = neighbour_ids(entries)
-    found = conn.execute(
-        "SELECT m.id, m.seq FROM json_each(?) AS j CROSS JOIN memories AS m ON m.id = j.value",
-        (orjson.dumps(wanted).decode(),),
-    )
-    return in_window_order(entries, {str(i): int(seq) for i, seq in found})
+    return {
+        int(seq): [*orjson.loads(before), int(seq), *orjson.loads(after)]
+        for seq, before, after in rows
+    }
+
+
+# The seqs of one side of an entry's neighbours, in the entry's order (json_each's key is
+# the array index); a purged neighbour's id finds no row and drops out.
+_SEQS_OF = (
+    "(SELECT json_group_array(n.seq ORDER BY s.key) "
+    "FROM json_each(m.neighbour_ids, '$.{side}') AS s JOIN memories AS n ON n.id = s.value)"
+)
 
 
 def neighbour_ids(entries: Sequence[tuple[int, dict[str, list[str]]]]) -> list[str]:
