@@ -291,6 +291,26 @@ def test_a_deprecation_is_a_prohibition() -> None:
     assert gate(OLD_SHIP, new, dependent) == ["new_prohibition"]
 
 
+@pytest.mark.parametrize(
+    ("sends", "breaks"),
+    [
+        ("request a token with scopes `reports:read legacy:admin`", True),  # one span, two names
+        ("request a token with scope `legacy:admin`", True),
+        ("request a token with scope `reports:read`", False),  # another name of the same kind
+    ],
+)
+def test_a_prohibited_name_in_code_is_matched_as_a_name(sends: str, breaks: bool) -> None:
+    old = proc("a", "run the reports API", ["reports API"], ["serve GET /reports"])
+    new = proc(
+        "a",
+        "run the reports API",
+        ["reports API"],
+        [("serve GET /reports", "`legacy:admin` is no longer accepted")],
+    )
+    dependent = proc("b", "export reports", ["reports API"], [sends, "GET /reports nightly"])
+    assert ("new_prohibition" in gate(old, new, dependent)) is breaks
+
+
 # -- cosmetic rewording ---------------------------------------------------------------------------
 
 

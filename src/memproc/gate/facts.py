@@ -248,7 +248,10 @@ def prohibited_terms(clause: Clause) -> list[str]:
         tokens = _after_subject(tokens)  # "no role but the owner may create ...": the act
     terms = []
     for token in tokens:
-        if token.kind not in ("word", "path", "env", "code", "flag", "version"):
+        if token.kind == "code":  # `billing:write`: each name in the span, whole
+            terms += code_names(token)
+            continue
+        if token.kind not in ("word", "path", "env", "flag", "version"):
             continue
         for part in token.lower.split("-"):
             if not part or part in markers or part in lx.STOPWORDS or part in lx.GENERIC_VERBS:
@@ -257,6 +260,13 @@ def prohibited_terms(clause: Clause) -> list[str]:
                 continue
             terms.append(stem(part))
     return list(dict.fromkeys(terms))
+
+
+def code_names(token: Token) -> list[str]:
+    """The names a code span holds, whole and lowercased: `billing:read billing:write` holds
+    two. A prohibition names a scope, key or command this way, and a step that uses it names
+    it the same way, so the two are compared as names, not split into words."""
+    return [name for name in token.lower.strip("`").replace(",", " ").split() if name]
 
 
 # English modals: in "no <subject> may <act>", what stands before one says who is forbidden.

@@ -16,7 +16,7 @@ import re
 
 from memproc.gate import lexicon as lx
 from memproc.gate import schedule
-from memproc.gate.facts import Facts, forbidden_verb, prohibited_terms
+from memproc.gate.facts import Facts, code_names, forbidden_verb, prohibited_terms
 from memproc.gate.model import Finding
 from memproc.gate.surface import Surface, norm_entity
 from memproc.gate.text import Clause, artifacts, equivalent, stem
@@ -116,6 +116,13 @@ def artifact_stems(found: set[str]) -> list[str]:
 
 def step_stems(clauses: list[Clause]) -> list[str]:
     stems = [s for c in clauses for s in c.stems()]
+    stems += [
+        name
+        for c in clauses
+        for t in c.tokens
+        if t.kind == "code" and not t.negated
+        for name in code_names(t)
+    ]
     stems += [s for c in clauses for s in artifact_stems(artifacts(c))]
     stems += [
         stem(t.lower.replace("-", ""))
