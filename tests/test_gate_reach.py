@@ -82,12 +82,12 @@ def test_named_subject_tells_commands_from_statements() -> None:
 
     assert named_subject("sieve the flour before mixing", (SIEVE,)) is None
     assert named_subject("check the flour", ()) is None  # a verb of doing in general
-    assert named_subject("kits are kept cold", ()) == ["kits"]
-    assert named_subject("the driver completes the sheet", ()) == [
+    assert named_subject("crates are sealed at dispatch", ()) == ["crates"]
+    assert named_subject("the porter signs the key log", ()) == [
         "the",
-        "driver",
-        "completes",
+        "porter",
+        "signs",
         "the",
-        "sheet",
+        "key",
     ]
-    assert named_subject("driver completes the sheet", ()) == ["driver", "completes"]
+    assert named_subject("porter signs the key log", ()) == ["porter", "signs"]

@@ -112,10 +112,10 @@ def named_subject(text: str, procedures: tuple[Procedure, ...]) -> list[str] | N
         return None
     for i, word in enumerate(words[:_SUBJECT_SPAN]):
         if i and word in _FINITE:
-            return words[:i]  # "kits are kept...", "pulls need a login"
+            return words[:i]  # "crates are sealed...", "uploads need a token"
     if words[0] in _OPENERS or words[0] in SCOPE_QUANTIFIERS:
         return words[:_SUBJECT_SPAN]
-    return words[:2]  # a noun and the verb after it: "driver completes"
+    return words[:2]  # a noun and the verb after it: "porter signs"
 
 
 def _carried_out(demand: str, old: Procedure, revision: Procedure) -> bool:
