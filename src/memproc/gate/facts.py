@@ -248,7 +248,7 @@ def prohibited_terms(clause: Clause) -> list[str]:
         tokens = _after_subject(tokens)  # "no role but the owner may create ...": the act
     terms = []
     for token in tokens:
-        if token.kind == "code":  # `billing:write`: each name in the span, whole
+        if token.kind == "code":  # `legacy:admin`: each name in the span, whole
             terms += code_names(token)
             continue
         if token.kind not in ("word", "path", "env", "flag", "version"):
@@ -263,7 +263,7 @@ def prohibited_terms(clause: Clause) -> list[str]:
 
 
 def code_names(token: Token) -> list[str]:
-    """The names a code span holds, whole and lowercased: `billing:read billing:write` holds
+    """The names a code span holds, whole and lowercased: `reports:read legacy:admin` holds
     two. A prohibition names a scope, key or command this way, and a step that uses it names
     it the same way, so the two are compared as names, not split into words."""
     return [name for name in token.lower.strip("`").replace(",", " ").split() if name]
