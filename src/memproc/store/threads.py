@@ -345,7 +345,8 @@ def window_members(conn: apsw.Connection, seqs: Sequence[int]) -> dict[int, list
 
 
 # The seqs of one side of an entry's neighbours, in the entry's order (json_each's key is
-# the array index); a purged neighbour's id finds no row and drops out.
+# the array index; ORDER BY inside an aggregate needs SQLite 3.44, and apsw>=3.45 bundles a
+# later one); a purged neighbour's id finds no row and drops out.
 _SEQS_OF = (
     "(SELECT json_group_array(n.seq ORDER BY s.key) "
     "FROM json_each(m.neighbour_ids, '$.{side}') AS s JOIN memories AS n ON n.id = s.value)"
