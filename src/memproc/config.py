@@ -122,7 +122,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # takes the tune half 0.725 -> 0.735 and the blind half 0.740 -> 0.760. Beside RRF alone
     # it had not helped the blind half (0.755 -> 0.751; benchmarks/RESULTS.md, "The thread
     # window scored at search time"). On a LoCoMo conversation, in process, a search takes
-    # about 8 ms more with it at a pool of 60 (6.4 -> 14.8 ms), 3 ms more at a pool of 20.
+    # about 6 ms more with it at a pool of 60 (median 4.7 -> 10.8 ms on the blind half).
     thread_query_windows: bool = True
     # Vectors (chunks) the in-memory copy may hold: about 1.5 KB each at 384 dimensions.
     # Beyond it, or at 0, dense search runs in sqlite-vec (exact too, several times slower).

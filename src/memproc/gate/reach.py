@@ -92,14 +92,15 @@ def _subject(words: list[str]) -> list[str]:
 
 def worth_asking(demand: str, old: Procedure, revision: Procedure, dependent: Facts) -> bool:
     """Whether an unmet demand of inferred reach is a question for the judge (see above)."""
-    if _works_on(demand, dependent):
-        return True
+    theirs = _stems_of(dependent)
+    if len(content_stems(demand) & theirs) >= MIN_SHARED_WORDS:
+        return True  # the dependent works on what the demand is about
     if not _carried_out(demand, old, revision):
         return False
     if demand not in demand_texts(revision):
         return True  # declared in a step: it speaks of the system (see above)
     subject = named_subject(demand, (old, revision))
-    return subject is None or bool(content_stems(" ".join(subject)) & _stems_of(dependent))
+    return subject is None or bool(content_stems(" ".join(subject)) & theirs)
 
 
 def named_subject(text: str, procedures: tuple[Procedure, ...]) -> list[str] | None:
@@ -131,10 +132,6 @@ def _opening_words(text: str) -> list[str]:
     """The first clause's words, as the gate reads them ("back up" is one word)."""
     clauses = split_clauses(text, "precondition", 0)
     return [t.lower for t in clauses[0].words] if clauses else []
-
-
-def _works_on(demand: str, dependent: Facts) -> bool:
-    return len(content_stems(demand) & _stems_of(dependent)) >= MIN_SHARED_WORDS
 
 
 def _stems_of(dependent: Facts) -> set[str]:

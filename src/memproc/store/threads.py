@@ -353,24 +353,6 @@ _SEQS_OF = (
 )
 
 
-def neighbour_ids(entries: Sequence[tuple[int, dict[str, list[str]]]]) -> list[str]:
-    """The ids the entries name, each once: the windows of neighbouring turns overlap, so a
-    search's hits name most of their neighbours several times over."""
-    return list(dict.fromkeys(i for _, ids in entries for i in (*ids["before"], *ids["after"])))
-
-
-def in_window_order(
-    entries: Sequence[tuple[int, dict[str, list[str]]]], seq_of: dict[str, int]
-) -> dict[int, list[int]]:
-    """(seq, its neighbour ids) -> seq: [before..., seq, after...], ids resolved by `seq_of`."""
-    windows = {}
-    for seq, ids in entries:
-        before = [seq_of[i] for i in ids["before"] if i in seq_of]
-        after = [seq_of[i] for i in ids["after"] if i in seq_of]
-        windows[seq] = [*before, seq, *after]
-    return windows
-
-
 @routed
 def thread_text(conn: apsw.Connection, seq: int) -> tuple[str | None, str | None]:
     """(before, after) neighbour text of one memory, as its index entry holds it."""

@@ -21,8 +21,6 @@ from memproc.store.threads import (
     Member,
     Neighbours,
     Turn,
-    in_window_order,
-    neighbour_ids,
 )
 
 _SEARCHABLE = list(SEARCHABLE_STATUSES)
@@ -121,6 +119,24 @@ def window_members(conn: PgConnection, seqs: Sequence[int]) -> dict[int, list[in
         "SELECT id, seq FROM memories WHERE id = ANY (%s)", (neighbour_ids(entries),)
     )
     return in_window_order(entries, {str(i): int(seq) for i, seq in found})
+
+
+def neighbour_ids(entries: Sequence[tuple[int, dict[str, list[str]]]]) -> list[str]:
+    """The ids the entries name, each once: the windows of neighbouring turns overlap, so a
+    search's hits name most of their neighbours several times over."""
+    return list(dict.fromkeys(i for _, ids in entries for i in (*ids["before"], *ids["after"])))
+
+
+def in_window_order(
+    entries: Sequence[tuple[int, dict[str, list[str]]]], seq_of: dict[str, int]
+) -> dict[int, list[int]]:
+    """(seq, its neighbour ids) -> seq: [before..., seq, after...], ids resolved by `seq_of`."""
+    windows = {}
+    for seq, ids in entries:
+        before = [seq_of[i] for i in ids["before"] if i in seq_of]
+        after = [seq_of[i] for i in ids["after"] if i in seq_of]
+        windows[seq] = [*before, seq, *after]
+    return windows
 
 
 def thread_text(conn: PgConnection, seq: int) -> tuple[str | None, str | None]:
