@@ -61,8 +61,10 @@ REPORTED = (
     "blind_v10.jsonl",
     "blind_v11.jsonl",
     "blind_v12.jsonl",
+    "blind_v13.jsonl",
+    "blind_v14.jsonl",
 )
-BLIND_SETS = (*REPORTED, "blind_v13.jsonl")
+BLIND_SETS = REPORTED
 SHARES = tuple(round(0.01 * i, 2) for i in range(5, 51))  # 0.05 .. 0.50
 L2 = 1.0
 STEPS = 3000
@@ -225,7 +227,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="the public cases.jsonl")
     parser.add_argument("--extra", help="benchmarks/procinterfere/cases_extra.jsonl")
-    parser.add_argument("--ask", type=float, default=0.28, help="share of cases to ask about")
+    parser.add_argument("--ask", type=float, default=0.29, help="share of cases to ask about")
     parser.add_argument("--out", help="where to write the model (default: print only)")
     args = parser.parse_args()
     sets = training_sets(args)

@@ -155,7 +155,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     # (see memproc/gate/triage.py; the share is of the labelled training cases, half of them
     # breaking). Raise it for a cheap judge: fewer silent regressions, more questions.
     gate_ask_share: Annotated[float, msgspec.Meta(ge=0, le=0.5)] = (
-        0.28  # gate.model.DEFAULT_ASK_SHARE
+        0.29  # gate.model.DEFAULT_ASK_SHARE
     )
     # How long an evolve waits for a loading embedder before gating on the rules alone (the
     # audit records which).
