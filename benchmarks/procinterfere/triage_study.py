@@ -80,9 +80,8 @@ def main() -> None:
     tt = _train_triage()
     sets = tt.training_sets(args)
     blind = [s for s in sets if s.name.startswith("blind")]
-    print(
-        f"{'held-out set':<14}{'open':>6}{'breaking':>10}{'logistic':>10}{'products':>10}{'nearest':>9}"
-    )
+    header = ("open", 6), ("breaking", 10), ("logistic", 10), ("products", 10), ("nearest", 9)
+    print(f"{'held-out set':<14}" + "".join(f"{name:>{width}}" for name, width in header))
     for held in blind:
         others = [s for s in sets if s is not held]
         x, y = tt._arrays(others)
