@@ -100,7 +100,8 @@ def main() -> None:
     args.modes = "hybrid"
     if not any(s.startswith("candidate_pool=") for s in args.set):
         args.set = [*args.set, "candidate_pool=60"]
-    entries = common.subset(longmemeval.load(args.data), args.every, args.limit)
+    halved = common.in_half(longmemeval.load(args.data), args.half, key=lambda e: e["question_id"])
+    entries = common.subset(halved, args.every, args.limit)
     entries = [e for e in entries if longmemeval.skip_reason(e) is None]
     verdicts = run(args, entries)
     n = len(verdicts)
