@@ -63,6 +63,7 @@ REPORTED = (
     "blind_v12.jsonl",
     "blind_v13.jsonl",
     "blind_v14.jsonl",
+    "blind_v15.jsonl",
 )
 BLIND_SETS = REPORTED
 SHARES = tuple(round(0.01 * i, 2) for i in range(5, 51))  # 0.05 .. 0.50
