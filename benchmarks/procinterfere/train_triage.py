@@ -158,7 +158,7 @@ class Fitted:
         return 1 / (1 + np.exp(-np.clip(z, -60, 60)))
 
 
-def fit(x: np.ndarray, y: np.ndarray) -> Fitted:
+def fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> Fitted:
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0  # a feature constant in training says nothing: weight stays ~0
@@ -167,7 +167,7 @@ def fit(x: np.ndarray, y: np.ndarray) -> Fitted:
     bias = 0.0
     for _ in range(STEPS):
         p = 1 / (1 + np.exp(-(z @ weights + bias)))
-        weights -= LEARNING_RATE * (z.T @ (p - y) / len(y) + L2 * weights / len(y))
+        weights -= LEARNING_RATE * (z.T @ (p - y) / len(y) + l2 * weights / len(y))
         bias -= LEARNING_RATE * float((p - y).mean())
     return Fitted(weights, mean, scale, bias)
 

@@ -87,9 +87,7 @@ def main() -> None:
         x, y = tt._arrays(others)
         test, labels = np.array(held.features), np.array(held.labels)
         logistic = tt.fit(x, y).probability(test)
-        saved, tt.L2 = tt.L2, PRODUCTS_L2
-        with_products = tt.fit(products(x), y).probability(products(test))
-        tt.L2 = saved
+        with_products = tt.fit(products(x), y, PRODUCTS_L2).probability(products(test))
         vote = nearest_vote(x, y, test)
         print(
             f"{held.name:<14}{len(labels):>6}{int(labels.sum()):>10}"
